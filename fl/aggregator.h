@@ -1,0 +1,99 @@
+#ifndef FL_AGGREGATOR_H_
+#define FL_AGGREGATOR_H_
+
+// The server-side half of a federated method. Each round the server calls
+//   Configure -> (clients train) -> Accumulate once per accepted update -> Finalize.
+// Accumulate streams: an aggregator that only needs weighted sums (FedAvg and its
+// element-wise relatives) keeps O(P) memory however many clients report; one that
+// needs every update (FedLAW, MA-Echo) keeps them itself.
+//
+// An aggregator sees ModelStates and ClientUpdates, never a client's data. What the
+// server holds it lends through ServerContext.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "fl/client_update.h"
+#include "fl/dataset.h"
+#include "fl/model_state.h"
+#include "google/protobuf/any.pb.h"
+
+namespace fl {
+
+class Model;
+
+// A client hook the aggregator needs run on every client this round.
+struct HookRequest {
+  std::string name;
+  google::protobuf::Any options;
+};
+
+// What the server sends to the cohort besides the global model.
+struct RoundPlan {
+  std::vector<HookRequest> hooks;
+  // Broadcast tensors (SCAFFOLD's server control variate, ...), counted in bytes_down.
+  ExtraStates broadcast;
+};
+
+// What the server lends an aggregator for one round.
+struct ServerContext {
+  int round = 0;  // 1-based
+  at::Device device = at::kCPU;
+  // Seed of this round's random stream; aggregators derive their randomness from it.
+  uint64_t round_seed = 0;
+  // A fresh instance of the experiment's model architecture, on `device`, for
+  // methods that run forward passes on the server (FedLAW, FedDF, Server-FT).
+  std::function<absl::StatusOr<std::unique_ptr<Model>>()> new_model;
+  // The server-held labelled proxy split; nullptr when the spec asks for none.
+  const Examples* proxy = nullptr;
+  // Per-round scalars the aggregator reports (FedExP's eta_g, FedLAW's gamma, ...);
+  // each key becomes a column of metrics.csv.
+  std::map<std::string, double> diagnostics;
+};
+
+// Properties the shared conformance suite checks where they hold.
+struct AggregatorProperties {
+  // The result does not depend on the order updates arrive in.
+  bool order_invariant = true;
+  // With default options, one client's update in gives global + that update out.
+  bool single_client_identity = true;
+};
+
+class Aggregator {
+ public:
+  static constexpr char kRegistryKind[] = "aggregator";
+  struct CreateArgs {};
+
+  virtual ~Aggregator() = default;
+
+  virtual AggregatorProperties properties() const { return {}; }
+
+  // Starts a round: what clients must run and receive. The default asks for nothing.
+  virtual absl::StatusOr<RoundPlan> Configure(const ModelState& global, ServerContext& context);
+
+  // Takes one client's update. A non-OK status rejects that update only: the
+  // server counts it and goes on with the others.
+  virtual absl::Status Accumulate(ClientUpdate update, ServerContext& context) = 0;
+
+  // The new global model from the updates accumulated since Configure.
+  // REQUIRES: at least one update was accepted this round.
+  virtual absl::StatusOr<ModelState> Finalize(const ModelState& global,
+                                              ServerContext& context) = 0;
+
+  // State that persists across rounds (server momentum, control variates, ...), for
+  // checkpoints. Stateless aggregators keep the defaults.
+  virtual std::map<std::string, at::Tensor> SaveState() const { return {}; }
+  virtual absl::Status RestoreState(const std::map<std::string, at::Tensor>& state);
+};
+
+}  // namespace fl
+
+#endif  // FL_AGGREGATOR_H_

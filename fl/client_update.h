@@ -1,0 +1,31 @@
+#ifndef FL_CLIENT_UPDATE_H_
+#define FL_CLIENT_UPDATE_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "fl/model_state.h"
+
+namespace fl {
+
+// What one client sends back after a round of local training.
+struct ClientUpdate {
+  int64_t client_id = -1;
+  // w_local - w_global, parameters and buffers.
+  ModelState delta;
+  // Size of the data the client trained on (the weight in size-weighted averages).
+  int64_t num_examples = 0;
+  // Local optimiser steps actually taken (s_k; fewer than asked for an incomplete client).
+  int64_t local_steps = 0;
+  // Method-specific tensors added by client hooks, by name.
+  ExtraStates extras;
+  // Scalars the client reports, e.g. "train_loss" (mean over its local steps).
+  std::map<std::string, double> metrics;
+  // Bytes the client uploaded for this update (after any compression).
+  int64_t bytes_sent = 0;
+};
+
+}  // namespace fl
+
+#endif  // FL_CLIENT_UPDATE_H_

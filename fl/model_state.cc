@@ -1,0 +1,167 @@
+#include "fl/model_state.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+
+namespace fl {
+
+ModelState ModelState::FromModule(const torch::nn::Module& module) {
+  std::vector<Entry> entries;
+  for (const auto& item : module.named_parameters(/*recurse=*/true)) {
+    entries.push_back({item.key(), item.value().detach().clone(), false});
+  }
+  for (const auto& item : module.named_buffers(/*recurse=*/true)) {
+    entries.push_back({item.key(), item.value().detach().clone(), true});
+  }
+  return ModelState(std::move(entries));
+}
+
+absl::Status ModelState::LoadInto(torch::nn::Module& module) const {
+  ModelState target = FromModule(module);
+  if (absl::Status layout = target.CheckSameLayout(*this); !layout.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model state does not fit the model: ", layout.message()));
+  }
+  at::NoGradGuard no_grad;
+  size_t i = 0;
+  for (auto& item : module.named_parameters(/*recurse=*/true)) {
+    item.value().copy_(entries_[i++].tensor);
+  }
+  for (auto& item : module.named_buffers(/*recurse=*/true)) {
+    item.value().copy_(entries_[i++].tensor);
+  }
+  return absl::OkStatus();
+}
+
+ModelState ModelState::Clone() const {
+  std::vector<Entry> entries;
+  entries.reserve(entries_.size());
+  for (const Entry& e : entries_) entries.push_back({e.name, e.tensor.clone(), e.is_buffer});
+  return ModelState(std::move(entries));
+}
+
+ModelState ModelState::ZerosLike() const {
+  std::vector<Entry> entries;
+  entries.reserve(entries_.size());
+  for (const Entry& e : entries_) entries.push_back({e.name, at::zeros_like(e.tensor), e.is_buffer});
+  return ModelState(std::move(entries));
+}
+
+ModelState ModelState::To(const at::Device& device) const {
+  std::vector<Entry> entries;
+  entries.reserve(entries_.size());
+  for (const Entry& e : entries_) entries.push_back({e.name, e.tensor.to(device), e.is_buffer});
+  return ModelState(std::move(entries));
+}
+
+absl::Status ModelState::CheckSameLayout(const ModelState& other) const {
+  if (entries_.size() != other.entries_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("expected ", entries_.size(),
+                                                   " tensors, got ", other.entries_.size()));
+  }
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const Entry& a = entries_[i];
+    const Entry& b = other.entries_[i];
+    if (a.name != b.name || a.is_buffer != b.is_buffer) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor ", i, ": expected \"", a.name, "\"", a.is_buffer ? " (buffer)" : "",
+                       ", got \"", b.name, "\"", b.is_buffer ? " (buffer)" : ""));
+    }
+    if (!a.tensor.sizes().equals(b.tensor.sizes())) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor \"", a.name, "\": expected shape ",
+                                                     c10::str(a.tensor.sizes()), ", got ",
+                                                     c10::str(b.tensor.sizes())));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void ModelState::Axpy(double alpha, const ModelState& x) {
+  CHECK_EQ(entries_.size(), x.entries_.size());
+  at::NoGradGuard no_grad;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    at::Tensor& y = entries_[i].tensor;
+    if (at::isFloatingType(y.scalar_type())) {
+      y.add_(x.entries_[i].tensor, alpha);
+    } else {
+      // Integer buffers (e.g. BatchNorm's num_batches_tracked) have no fractional
+      // steps; the result is rounded.
+      y.copy_(at::round(y.to(at::kDouble) + alpha * x.entries_[i].tensor.to(at::kDouble)));
+    }
+  }
+}
+
+void ModelState::Scale(double alpha) {
+  at::NoGradGuard no_grad;
+  for (Entry& e : entries_) {
+    if (at::isFloatingType(e.tensor.scalar_type())) {
+      e.tensor.mul_(alpha);
+    } else {
+      e.tensor.copy_(at::round(e.tensor.to(at::kDouble) * alpha));
+    }
+  }
+}
+
+ModelState ModelState::Difference(const ModelState& a, const ModelState& b) {
+  CHECK_EQ(a.entries_.size(), b.entries_.size());
+  std::vector<Entry> entries;
+  entries.reserve(a.entries_.size());
+  for (size_t i = 0; i < a.entries_.size(); ++i) {
+    entries.push_back({a.entries_[i].name, a.entries_[i].tensor - b.entries_[i].tensor,
+                       a.entries_[i].is_buffer});
+  }
+  return ModelState(std::move(entries));
+}
+
+double ModelState::Dot(const ModelState& other) const {
+  CHECK_EQ(entries_.size(), other.entries_.size());
+  double sum = 0.0;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (entries_[i].is_buffer) continue;
+    sum += at::sum(entries_[i].tensor.to(at::kDouble) * other.entries_[i].tensor.to(at::kDouble))
+               .item<double>();
+  }
+  return sum;
+}
+
+double ModelState::SquaredNorm() const { return Dot(*this); }
+
+bool ModelState::AllFinite() const {
+  for (const Entry& e : entries_) {
+    if (at::isFloatingType(e.tensor.scalar_type()) && !at::isfinite(e.tensor).all().item<bool>()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+int64_t ModelState::NumElements() const {
+  int64_t n = 0;
+  for (const Entry& e : entries_) n += e.tensor.numel();
+  return n;
+}
+
+int64_t ModelState::NumBytes() const {
+  int64_t n = 0;
+  for (const Entry& e : entries_) n += e.tensor.numel() * e.tensor.element_size();
+  return n;
+}
+
+int64_t ModelState::NumParameters() const {
+  int64_t n = 0;
+  for (const Entry& e : entries_) {
+    if (!e.is_buffer) n += e.tensor.numel();
+  }
+  return n;
+}
+
+int64_t NumBytes(const ExtraStates& extras) {
+  int64_t n = 0;
+  for (const auto& [name, state] : extras) n += state.NumBytes();
+  return n;
+}
+
+}  // namespace fl

@@ -1,0 +1,90 @@
+#ifndef FL_MODEL_STATE_H_
+#define FL_MODEL_STATE_H_
+
+// A model's named tensors in a fixed order: parameters, then buffers (BatchNorm
+// running statistics and the like) flagged as such. Every aggregator works on
+// ModelStates through the helpers here, so arithmetic lives in one place.
+//
+// Sign convention: a client's update is `delta = w_local - w_global`.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace torch::nn {
+class Module;
+}  // namespace torch::nn
+
+namespace fl {
+
+class ModelState {
+ public:
+  struct Entry {
+    std::string name;
+    at::Tensor tensor;
+    bool is_buffer = false;
+  };
+
+  ModelState() = default;
+  explicit ModelState(std::vector<Entry> entries) : entries_(std::move(entries)) {}
+
+  // Detached copies of the module's parameters and buffers, in registration order.
+  static ModelState FromModule(const torch::nn::Module& module);
+
+  // Copies this state into `module`; names, shapes and dtypes must match.
+  absl::Status LoadInto(torch::nn::Module& module) const;
+
+  const std::vector<Entry>& entries() const { return entries_; }
+  std::vector<Entry>& mutable_entries() { return entries_; }
+  size_t size() const { return entries_.size(); }
+  bool empty() const { return entries_.empty(); }
+  const at::Tensor& tensor(size_t i) const { return entries_[i].tensor; }
+  at::Tensor& mutable_tensor(size_t i) { return entries_[i].tensor; }
+
+  // Deep copy.
+  ModelState Clone() const;
+  // Same names, shapes and dtypes, all zeros.
+  ModelState ZerosLike() const;
+  ModelState To(const at::Device& device) const;
+
+  // OK when `other` has the same names, shapes and buffer flags in the same order.
+  absl::Status CheckSameLayout(const ModelState& other) const;
+
+  // this += alpha * x, in place, parameters and buffers alike.
+  void Axpy(double alpha, const ModelState& x);
+  // this *= alpha, in place.
+  void Scale(double alpha);
+  // a - b, entry by entry.
+  static ModelState Difference(const ModelState& a, const ModelState& b);
+
+  // Sums over parameters only (buffers excluded), accumulated in float64.
+  double Dot(const ModelState& other) const;
+  double SquaredNorm() const;
+
+  // False if any floating entry holds a NaN or an infinity.
+  bool AllFinite() const;
+
+  int64_t NumElements() const;
+  int64_t NumBytes() const;
+  // Parameters only.
+  int64_t NumParameters() const;
+
+ private:
+  std::vector<Entry> entries_;
+};
+
+// Named extra tensor sets a client sends or a server broadcasts (SCAFFOLD's
+// control variates, Elastic's sensitivities, ...), each shaped as its method needs.
+using ExtraStates = std::map<std::string, ModelState>;
+
+int64_t NumBytes(const ExtraStates& extras);
+
+}  // namespace fl
+
+#endif  // FL_MODEL_STATE_H_
