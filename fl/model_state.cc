@@ -79,16 +79,15 @@ absl::Status ModelState::CheckSameLayout(const ModelState& other) const {
   return absl::OkStatus();
 }
 
-void ModelState::Axpy(double alpha, const ModelState& x) {
+void ModelState::Axpy(double parameter_alpha, double buffer_alpha, const ModelState& x) {
   CHECK_EQ(entries_.size(), x.entries_.size());
   at::NoGradGuard no_grad;
   for (size_t i = 0; i < entries_.size(); ++i) {
     at::Tensor& y = entries_[i].tensor;
+    const double alpha = entries_[i].is_buffer ? buffer_alpha : parameter_alpha;
     if (at::isFloatingType(y.scalar_type())) {
       y.add_(x.entries_[i].tensor, alpha);
     } else {
-      // Integer buffers (e.g. BatchNorm's num_batches_tracked) have no fractional
-      // steps; the result is rounded.
       y.copy_(at::round(y.to(at::kDouble) + alpha * x.entries_[i].tensor.to(at::kDouble)));
     }
   }

@@ -57,7 +57,10 @@ class ModelState {
   absl::Status CheckSameLayout(const ModelState& other) const;
 
   // this += alpha * x, in place, parameters and buffers alike.
-  void Axpy(double alpha, const ModelState& x);
+  void Axpy(double alpha, const ModelState& x) { Axpy(alpha, alpha, x); }
+  // this += alpha * x for parameters and buffer_alpha * x for buffers, in place.
+  // Integer tensors (e.g. BatchNorm's num_batches_tracked) are rounded.
+  void Axpy(double parameter_alpha, double buffer_alpha, const ModelState& x);
   // this *= alpha, in place.
   void Scale(double alpha);
   // a - b, entry by entry.

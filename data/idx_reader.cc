@@ -1,0 +1,104 @@
+#include "data/idx_reader.h"
+
+#include <zlib.h>
+
+#include <fstream>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+
+namespace data {
+namespace {
+
+constexpr uint8_t kUnsignedByte = 0x08;
+constexpr int kMaxDims = 4;
+
+struct GzCloser {
+  void operator()(gzFile_s* f) const { gzclose(f); }
+};
+
+// Reads up to `n` bytes; fewer only at the end of the (decompressed) stream.
+absl::StatusOr<size_t> ReadBytes(gzFile file, const std::string& path, uint8_t* out, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    const unsigned chunk = static_cast<unsigned>(std::min<size_t>(n - done, 1u << 30));
+    const int got = gzread(file, out + done, chunk);
+    if (got < 0) {
+      int code = 0;
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": cannot decompress: ", gzerror(file, &code)));
+    }
+    if (got == 0) break;
+    done += got;
+  }
+  return done;
+}
+
+}  // namespace
+
+absl::StatusOr<IdxArray> ReadIdx(const std::string& path) {
+  if (!std::ifstream(path).good()) {
+    return absl::NotFoundError(absl::StrCat(path, ": no such file"));
+  }
+  // gzopen reads plain files transparently.
+  std::unique_ptr<gzFile_s, GzCloser> file(gzopen(path.c_str(), "rb"));
+  if (file == nullptr) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+
+  uint8_t magic[4];
+  auto got = ReadBytes(file.get(), path, magic, 4);
+  if (!got.ok()) return got.status();
+  if (*got < 4 || magic[0] != 0 || magic[1] != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not an IDX file (bad magic number)"));
+  }
+  if (magic[2] != kUnsignedByte) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": IDX data type 0x", absl::Hex(magic[2]), " is not supported (expected 0x08, unsigned byte)"));
+  }
+  const int ndims = magic[3];
+  if (ndims < 1 || ndims > kMaxDims) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": IDX file has ", ndims, " dimensions, expected 1 to ", kMaxDims));
+  }
+  IdxArray array;
+  int64_t total = 1;
+  for (int d = 0; d < ndims; ++d) {
+    uint8_t b[4];
+    got = ReadBytes(file.get(), path, b, 4);
+    if (!got.ok()) return got.status();
+    if (*got < 4) return absl::InvalidArgumentError(absl::StrCat(path, ": truncated header"));
+    const int64_t size = (int64_t{b[0]} << 24) | (b[1] << 16) | (b[2] << 8) | b[3];
+    array.dims.push_back(size);
+    total *= size;
+  }
+  array.values.resize(total);
+  got = ReadBytes(file.get(), path, array.values.data(), total);
+  if (!got.ok()) return got.status();
+  if (static_cast<int64_t>(*got) < total) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": truncated: header promises ", total,
+                                                   " data bytes, file holds ", *got));
+  }
+  uint8_t extra;
+  got = ReadBytes(file.get(), path, &extra, 1);
+  if (!got.ok()) return got.status();
+  if (*got != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": trailing bytes after the ", total, " data bytes the header promises"));
+  }
+  return array;
+}
+
+absl::Status WriteIdx(const std::string& path, const IdxArray& array) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  const uint8_t magic[4] = {0, 0, kUnsignedByte, static_cast<uint8_t>(array.dims.size())};
+  out.write(reinterpret_cast<const char*>(magic), 4);
+  for (int64_t d : array.dims) {
+    const uint8_t b[4] = {static_cast<uint8_t>(d >> 24), static_cast<uint8_t>(d >> 16),
+                          static_cast<uint8_t>(d >> 8), static_cast<uint8_t>(d)};
+    out.write(reinterpret_cast<const char*>(b), 4);
+  }
+  out.write(reinterpret_cast<const char*>(array.values.data()), array.values.size());
+  if (!out.good()) return absl::UnavailableError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+}  // namespace data

@@ -1,0 +1,31 @@
+#ifndef FL_CLIENT_H_
+#define FL_CLIENT_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "fl/aggregator.h"
+#include "fl/client_update.h"
+#include "fl/model_state.h"
+
+namespace fl {
+
+// A participant the server can ask for an update. The in-process simulation's
+// LocalClient trains on a worker's model replica; a remote client would forward
+// the same request to a process that owns the data. The server cannot tell them apart.
+class Client {
+ public:
+  virtual ~Client() = default;
+
+  virtual int64_t id() const = 0;
+  // Size of the client's training data (the weight in size-weighted averages).
+  virtual int64_t num_examples() const = 0;
+  // One round of local training starting from `global`. Thread-safe with respect
+  // to other clients.
+  virtual absl::StatusOr<ClientUpdate> Train(const ModelState& global, const RoundPlan& plan,
+                                             int round) = 0;
+};
+
+}  // namespace fl
+
+#endif  // FL_CLIENT_H_

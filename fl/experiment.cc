@@ -1,0 +1,287 @@
+#include "fl/experiment.h"
+
+#include <cmath>
+
+#include <ATen/ATen.h>
+#include <torch/utils.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "data/splits.h"
+#include "fl/client_hook.h"
+#include "fl/device.h"
+#include "fl/errors.h"
+#include "fl/evaluator.h"
+#include "fl/local_client.h"
+#include "fl/local_trainer.h"
+#include "fl/model.h"
+#include "fl/registry.h"
+#include "fl/replica_pool.h"
+#include "fl/seeding.h"
+#include "fl/server.h"
+#include "fl/status_macros.h"
+#include "glog/logging.h"
+
+namespace fl {
+namespace {
+
+constexpr int kDefaultEvalBatchSize = 1000;
+
+// Creates plugin `name` at spec path `path`, recording problems in `errors`.
+template <typename Interface>
+std::unique_ptr<Interface> CreatePlugin(const std::string& path, const std::string& name,
+                                        const google::protobuf::Any& options,
+                                        const typename Interface::CreateArgs& args,
+                                        ErrorList& errors) {
+  const Registry<Interface>& registry = Registry<Interface>::Global();
+  if (name.empty()) {
+    errors.Add(absl::StrCat(path, ".name"),
+               absl::StrCat("required; one of: ", absl::StrJoin(registry.Names(), ", ")));
+    return nullptr;
+  }
+  if (registry.Find(name) == nullptr) {
+    errors.Add(absl::StrCat(path, ".name"), registry.UnknownNameError(name).message());
+    return nullptr;
+  }
+  absl::StatusOr<std::unique_ptr<Interface>> plugin = registry.Create(name, options, args);
+  if (!plugin.ok()) {
+    errors.AddStatus(absl::StrCat(path, " (", name, "): "), plugin.status());
+    return nullptr;
+  }
+  return *std::move(plugin);
+}
+
+void ValidateCore(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
+  if (spec.name().empty()) {
+    errors.Add("name", "required");
+  } else if (spec.name().find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                           "0123456789_-.") != std::string::npos) {
+    errors.Add("name", absl::StrCat("only letters, digits, '_', '-' and '.', got \"",
+                                    spec.name(), "\""));
+  }
+  const int num_clients = spec.partition().num_clients();
+  if (num_clients < 1) {
+    errors.Add("partition.num_clients", absl::StrCat("must be >= 1, got ", num_clients));
+  }
+
+  const fedkit::ClientTrainingSpec& client = spec.client();
+  switch (client.budget_case()) {
+    case fedkit::ClientTrainingSpec::kEpochs:
+      if (client.epochs() < 1) {
+        errors.Add("client.epochs", absl::StrCat("must be >= 1, got ", client.epochs()));
+      }
+      break;
+    case fedkit::ClientTrainingSpec::kSteps:
+      if (client.steps() < 1) {
+        errors.Add("client.steps", absl::StrCat("must be >= 1, got ", client.steps()));
+      }
+      break;
+    default:
+      errors.Add("client", "set one of epochs or steps (local work per round)");
+  }
+  if (client.batch_size() < 1) {
+    errors.Add("client.batch_size", absl::StrCat("must be >= 1, got ", client.batch_size()));
+  }
+  const fedkit::OptimizerSpec& opt = client.optimizer();
+  if (!(opt.lr() > 0) || !std::isfinite(opt.lr())) {
+    errors.Add("client.optimizer.lr", absl::StrCat("must be > 0, got ", opt.lr()));
+  }
+  if (!(opt.momentum() >= 0 && opt.momentum() < 1)) {
+    errors.Add("client.optimizer.momentum", absl::StrCat("must be in [0, 1), got ", opt.momentum()));
+  }
+  if (opt.kind() == fedkit::OptimizerSpec::ADAM && opt.momentum() != 0) {
+    errors.Add("client.optimizer.momentum", "applies to SGD only; Adam uses its own betas");
+  }
+  if (!(opt.weight_decay() >= 0) || !std::isfinite(opt.weight_decay())) {
+    errors.Add("client.optimizer.weight_decay",
+               absl::StrCat("must be >= 0, got ", opt.weight_decay()));
+  }
+
+  const fedkit::ServerSpec& server = spec.server();
+  if (server.rounds() < 1) {
+    errors.Add("server.rounds", absl::StrCat("must be >= 1, got ", server.rounds()));
+  } else if (server.one_shot() && server.rounds() != 1) {
+    errors.Add("server.rounds", absl::StrCat("must be 1 with one_shot, got ", server.rounds()));
+  }
+  if (!server.one_shot() &&
+      (server.clients_per_round() < 1 || server.clients_per_round() > std::max(num_clients, 1))) {
+    errors.Add("server.clients_per_round",
+               absl::StrCat("must be in [1, partition.num_clients = ", num_clients, "], got ",
+                            server.clients_per_round()));
+  }
+  if (server.has_eval_every() && server.eval_every() < 1) {
+    errors.Add("server.eval_every", absl::StrCat("must be >= 1, got ", server.eval_every()));
+  }
+  if (server.has_eval_batch_size() && server.eval_batch_size() < 1) {
+    errors.Add("server.eval_batch_size",
+               absl::StrCat("must be >= 1, got ", server.eval_batch_size()));
+  }
+  if (server.proxy().size() < 0) {
+    errors.Add("server.proxy.size", absl::StrCat("must be >= 0, got ", server.proxy().size()));
+  }
+  if (spec.simulation().has_workers() && spec.simulation().workers() < 1) {
+    errors.Add("simulation.workers",
+               absl::StrCat("must be >= 1, got ", spec.simulation().workers()));
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Model>> NewModel(const fedkit::ExperimentSpec& spec,
+                                                const DatasetInfo& info,
+                                                const c10::Device& device) {
+  FL_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
+                      Registry<Model>::Global().Create(spec.model().name(), spec.model().options(),
+                                                       {info.input_shape, info.num_classes}));
+  model->to(device);
+  return model;
+}
+
+absl::Status CheckLabels(const Examples& examples, int64_t num_classes, const char* split) {
+  if (examples.size() == 0) return absl::OkStatus();
+  const int64_t lo = examples.y.min().item<int64_t>();
+  const int64_t hi = examples.y.max().item<int64_t>();
+  if (lo < 0 || hi >= num_classes) {
+    return absl::InvalidArgumentError(absl::StrCat("dataset ", split, " labels span [", lo, ", ",
+                                                   hi, "], expected [0, ", num_classes, ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec) {
+  ErrorList errors;
+  ValidateCore(spec, errors);
+
+  Experiment experiment;
+  experiment.spec = spec;
+  absl::StatusOr<c10::Device> device = ResolveDevice(spec.device());
+  if (device.ok()) {
+    experiment.device = *device;
+  } else {
+    errors.AddStatus("", device.status());
+  }
+
+  experiment.dataset =
+      CreatePlugin<Dataset>("dataset", spec.dataset().name(), spec.dataset().options(), {}, errors);
+  experiment.partitioner = CreatePlugin<Partitioner>("partition", spec.partition().name(),
+                                                     spec.partition().options(), {}, errors);
+  if (experiment.dataset != nullptr) {
+    experiment.data_info = experiment.dataset->info();
+    // Built once here only to validate the options; RunExperiment builds its own.
+    CreatePlugin<Model>("model", spec.model().name(), spec.model().options(),
+                        {experiment.data_info.input_shape, experiment.data_info.num_classes},
+                        errors);
+  } else if (!spec.model().name().empty()) {
+    // Without the data's shape the model cannot be built; still check name and type.
+    auto options = Registry<Model>::Global().UnpackOptions(spec.model().name(),
+                                                           spec.model().options());
+    if (!options.ok()) errors.AddStatus("model: ", options.status());
+  }
+  experiment.aggregator = CreatePlugin<Aggregator>("aggregator", spec.aggregator().name(),
+                                                   spec.aggregator().options(), {}, errors);
+  for (int i = 0; i < spec.client().hooks_size(); ++i) {
+    const fedkit::PluginSpec& hook = spec.client().hooks(i);
+    if (CreatePlugin<ClientHook>(absl::StrCat("client.hooks[", i, "]"), hook.name(),
+                                 hook.options(), {}, errors) != nullptr) {
+      experiment.spec_hooks.push_back({hook.name(), hook.options()});
+    }
+  }
+  FL_RETURN_IF_ERROR(errors.ToStatus());
+  return experiment;
+}
+
+absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
+                                               const std::string& output_dir) {
+  const fedkit::ExperimentSpec& spec = experiment.spec;
+  const c10::Device device = experiment.device;
+  const DatasetInfo& info = experiment.data_info;
+
+  FL_RETURN_IF_ERROR(experiment.dataset->CheckAvailable());
+  FL_ASSIGN_OR_RETURN(DatasetSplits data, experiment.dataset->Load());
+  FL_RETURN_IF_ERROR(CheckLabels(data.train, info.num_classes, "train"));
+  FL_RETURN_IF_ERROR(CheckLabels(data.test, info.num_classes, "test"));
+
+  Examples proxy;
+  if (spec.server().proxy().size() > 0) {
+    Examples& source =
+        spec.server().proxy().split() == fedkit::ProxySpec::TRAIN ? data.train : data.test;
+    FL_ASSIGN_OR_RETURN(
+        auto split, data::TakeClassBalanced(source, spec.server().proxy().size(), info.num_classes,
+                                            DeriveSeed(spec.seed(), SeedStream::kProxySplit)));
+    proxy = std::move(split.first);
+    source = std::move(split.second);
+    proxy = {proxy.x.to(device), proxy.y.to(device)};
+  }
+
+  std::vector<int64_t> labels(data.train.y.data_ptr<int64_t>(),
+                              data.train.y.data_ptr<int64_t>() + data.train.size());
+  std::mt19937_64 partition_rng(DeriveSeed(spec.seed(), SeedStream::kPartition));
+  absl::StatusOr<std::vector<std::vector<int64_t>>> shares = experiment.partitioner->Partition(
+      labels, info.num_classes, spec.partition().num_clients(), partition_rng);
+  if (!shares.ok()) {
+    return absl::Status(shares.status().code(),
+                        absl::StrCat("partition (", spec.partition().name(), "): ",
+                                     shares.status().message()));
+  }
+  for (size_t k = 0; k < shares->size(); ++k) {
+    if ((*shares)[k].empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("partition (", spec.partition().name(), "): client ", k,
+                       " got no examples; use fewer clients or a different partition"));
+    }
+  }
+
+  const Examples train{data.train.x.to(device), data.train.y.to(device)};
+  const Examples test{data.test.x.to(device), data.test.y.to(device)};
+  data = DatasetSplits();
+
+  torch::manual_seed(DeriveSeed(spec.seed(), SeedStream::kInitialModel));
+  FL_ASSIGN_OR_RETURN(std::unique_ptr<Model> global_model, NewModel(spec, info, device));
+  ModelState initial = ModelState::FromModule(*global_model);
+  LOG(INFO) << "model " << spec.model().name() << ": " << initial.NumParameters()
+            << " parameters, " << initial.NumElements() - initial.NumParameters()
+            << " buffer elements; " << shares->size() << " clients on " << device;
+
+  const int workers = spec.simulation().has_workers() ? spec.simulation().workers() : 1;
+  std::vector<std::unique_ptr<Model>> replicas;
+  for (int w = 0; w < workers; ++w) {
+    FL_ASSIGN_OR_RETURN(std::unique_ptr<Model> replica, NewModel(spec, info, device));
+    replicas.push_back(std::move(replica));
+  }
+  ReplicaPool pool(std::move(replicas));
+  ClientStateStore state_store;
+  LocalTrainer trainer(spec.client(), experiment.spec_hooks, &state_store);
+  std::vector<std::unique_ptr<Client>> clients;
+  for (size_t k = 0; k < shares->size(); ++k) {
+    clients.push_back(std::make_unique<LocalClient>(k, std::move((*shares)[k]), &train, &trainer,
+                                                    &pool, spec.seed()));
+  }
+
+  ServerConfig config;
+  config.rounds = spec.server().rounds();
+  config.clients_per_round = spec.server().clients_per_round();
+  config.eval_every = spec.server().has_eval_every() ? spec.server().eval_every() : 1;
+  config.one_shot = spec.server().one_shot();
+  config.workers = workers;
+  config.seed = spec.seed();
+
+  ServerContext context;
+  context.device = device;
+  context.new_model = [&spec, &info, device] { return NewModel(spec, info, device); };
+  context.proxy = proxy.size() > 0 ? &proxy : nullptr;
+
+  const int64_t eval_batch =
+      spec.server().has_eval_batch_size() ? spec.server().eval_batch_size() : kDefaultEvalBatchSize;
+  auto evaluate = [&](const ModelState& state) {
+    return Evaluate(*global_model, state, test, eval_batch);
+  };
+
+  FL_ASSIGN_OR_RETURN(std::unique_ptr<MetricsSink> sink, MetricsSink::Open(output_dir, spec));
+  Server server(config, experiment.aggregator.get(), std::move(clients), std::move(context),
+                evaluate, sink.get());
+  FL_ASSIGN_OR_RETURN(ModelState final_model, server.Run(std::move(initial)));
+  return ExperimentResult{std::move(final_model), sink->rows()};
+}
+
+}  // namespace fl

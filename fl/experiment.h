@@ -1,0 +1,54 @@
+#ifndef FL_EXPERIMENT_H_
+#define FL_EXPERIMENT_H_
+
+// From a spec to a finished run. BuildExperiment validates the whole spec before
+// anything is loaded or trained (core fields and every plugin, which it creates),
+// reporting every problem at once, one per line, each naming its field path:
+//
+//   server.rounds: must be >= 1, got 0
+//   aggregator.name: aggregator "fedavgg" is not registered; known: fedavg
+//   client.optimizer.lr: must be > 0, got -0.1
+//
+// RunExperiment then loads the data, partitions it, builds the model and clients,
+// and runs the server, writing results to the output folder (see metrics_sink.h).
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <c10/core/Device.h>
+
+#include "absl/status/statusor.h"
+#include "fl/aggregator.h"
+#include "fl/dataset.h"
+#include "fl/metrics_sink.h"
+#include "fl/model_state.h"
+#include "fl/partitioner.h"
+#include "fl/spec.pb.h"
+
+namespace fl {
+
+struct Experiment {
+  fedkit::ExperimentSpec spec;
+  c10::Device device = c10::kCPU;
+  DatasetInfo data_info;
+  std::unique_ptr<Dataset> dataset;
+  std::unique_ptr<Partitioner> partitioner;
+  std::unique_ptr<Aggregator> aggregator;
+  std::vector<HookRequest> spec_hooks;
+};
+
+absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec);
+
+struct ExperimentResult {
+  ModelState final_model;
+  std::vector<MetricsRow> rows;
+};
+
+// Also fails, with the files named, when the dataset is not on disk.
+absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
+                                               const std::string& output_dir);
+
+}  // namespace fl
+
+#endif  // FL_EXPERIMENT_H_

@@ -1,0 +1,54 @@
+#ifndef FL_LOCAL_TRAINER_H_
+#define FL_LOCAL_TRAINER_H_
+
+// One client's local training: load the global model, run the round's hooks'
+// BeforeTraining, take optimiser steps on cross-entropy plus every hook's loss term,
+// run AfterTraining, and return delta = w_local - w_global with the hooks' extras.
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fl/aggregator.h"
+#include "fl/client_state_store.h"
+#include "fl/client_update.h"
+#include "fl/dataset.h"
+#include "fl/model_state.h"
+#include "fl/spec.pb.h"
+
+namespace fl {
+
+class Model;
+
+struct LocalTrainingInput {
+  int64_t client_id = -1;
+  int round = 0;
+  // Fixes the batch order and the hooks' randomness for this (client, round).
+  uint64_t seed = 0;
+  const ModelState* global = nullptr;
+  const RoundPlan* plan = nullptr;
+  // The federation's training examples, on the training device.
+  const Examples* examples = nullptr;
+  const std::vector<int64_t>* indices = nullptr;
+};
+
+class LocalTrainer {
+ public:
+  // `spec_hooks` run on every client after the plan's hooks. `state_store` must
+  // outlive the trainer.
+  LocalTrainer(fedkit::ClientTrainingSpec spec, std::vector<HookRequest> spec_hooks,
+               ClientStateStore* state_store);
+
+  // Trains `model` (a replica; its weights are overwritten) on the client's data.
+  // Errors (a hook failing, a shape mismatch, a LibTorch error) name the client.
+  absl::StatusOr<ClientUpdate> Train(Model& model, const LocalTrainingInput& input) const;
+
+ private:
+  fedkit::ClientTrainingSpec spec_;
+  std::vector<HookRequest> spec_hooks_;
+  ClientStateStore* state_store_;
+};
+
+}  // namespace fl
+
+#endif  // FL_LOCAL_TRAINER_H_

@@ -1,0 +1,167 @@
+#include "fl/server.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "fl/client_sampler.h"
+#include "fl/seeding.h"
+#include "fl/status_macros.h"
+#include "glog/logging.h"
+
+namespace fl {
+namespace {
+
+// Why an update cannot be averaged in, or OK.
+absl::Status CheckUpdate(const ModelState& global, const ClientUpdate& update) {
+  if (absl::Status layout = global.CheckSameLayout(update.delta); !layout.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("delta: ", layout.message()));
+  }
+  if (!update.delta.AllFinite()) return absl::InvalidArgumentError("delta is not finite");
+  for (const auto& [name, extra] : update.extras) {
+    if (!extra.AllFinite()) {
+      return absl::InvalidArgumentError(absl::StrCat("extra \"", name, "\" is not finite"));
+    }
+  }
+  if (update.num_examples <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("num_examples is ", update.num_examples));
+  }
+  return absl::OkStatus();
+}
+
+std::string FormatDuration(double seconds) {
+  const auto s = static_cast<int64_t>(seconds + 0.5);
+  if (s >= 3600) return absl::StrFormat("%dh%02dm", s / 3600, (s / 60) % 60);
+  if (s >= 60) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
+  return absl::StrFormat("%ds", s);
+}
+
+}  // namespace
+
+Server::Server(ServerConfig config, Aggregator* aggregator,
+               std::vector<std::unique_ptr<Client>> clients, ServerContext context,
+               Evaluator evaluate, MetricsSink* sink)
+    : config_(config),
+      aggregator_(aggregator),
+      clients_(std::move(clients)),
+      context_(std::move(context)),
+      evaluate_(std::move(evaluate)),
+      sink_(sink) {}
+
+absl::StatusOr<Server::RoundOutcome> Server::RunRound(int round, ModelState& global) {
+  const int num_clients = static_cast<int>(clients_.size());
+  const std::vector<int> cohort =
+      config_.one_shot ? SampleCohort(num_clients, num_clients, config_.seed, round)
+                       : SampleCohort(num_clients, config_.clients_per_round, config_.seed, round);
+
+  context_.round = round;
+  context_.round_seed = DeriveSeed(config_.seed, SeedStream::kServerRound, {static_cast<uint64_t>(round)});
+  context_.diagnostics.clear();
+  FL_ASSIGN_OR_RETURN(RoundPlan plan, aggregator_->Configure(global, context_));
+
+  // Workers fill the slots in any order; this thread consumes them in cohort order.
+  std::vector<std::optional<absl::StatusOr<ClientUpdate>>> slots(cohort.size());
+  absl::Mutex mutex;
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < cohort.size(); i = next++) {
+      absl::StatusOr<ClientUpdate> update = clients_[cohort[i]]->Train(global, plan, round);
+      absl::MutexLock lock(&mutex);
+      slots[i] = std::move(update);
+    }
+  };
+  std::vector<std::thread> workers;
+  const int num_workers = std::max(1, std::min<int>(config_.workers, cohort.size()));
+  for (int w = 0; w < num_workers; ++w) workers.emplace_back(work);
+
+  RoundOutcome outcome;
+  const int64_t bytes_down_each = global.NumBytes() + NumBytes(plan.broadcast);
+  double loss_weighted = 0.0;
+  int64_t examples = 0;
+  absl::Status first_error;
+  for (size_t i = 0; i < cohort.size(); ++i) {
+    absl::StatusOr<ClientUpdate> update;
+    {
+      absl::MutexLock lock(&mutex);
+      mutex.Await(absl::Condition(
+          +[](std::optional<absl::StatusOr<ClientUpdate>>* slot) { return slot->has_value(); },
+          &slots[i]));
+      update = std::move(*slots[i]);
+      slots[i].reset();
+    }
+    outcome.bytes_down += bytes_down_each;
+    absl::Status status = update.status();
+    if (status.ok()) {
+      outcome.bytes_up += update->bytes_sent;
+      status = CheckUpdate(global, *update);
+    }
+    if (status.ok()) {
+      const double loss = update->metrics.count("train_loss") ? update->metrics["train_loss"] : 0.0;
+      const int64_t n = update->num_examples;
+      status = aggregator_->Accumulate(*std::move(update), context_);
+      if (status.ok()) {
+        loss_weighted += loss * n;
+        examples += n;
+        ++outcome.accepted;
+        continue;
+      }
+    }
+    ++outcome.rejected;
+    LOG(WARNING) << "round " << round << ": update of client " << clients_[cohort[i]]->id()
+                 << " rejected: " << status;
+    if (first_error.ok()) first_error = status;
+  }
+  for (std::thread& t : workers) t.join();
+
+  if (outcome.accepted == 0) {
+    return absl::Status(first_error.code(),
+                        absl::StrCat("round ", round, ": every update was rejected; first: ",
+                                     first_error.message()));
+  }
+  FL_ASSIGN_OR_RETURN(global, aggregator_->Finalize(global, context_));
+  if (!global.AllFinite()) {
+    return absl::InternalError(absl::StrCat("round ", round, ": the aggregated model is not finite"));
+  }
+  outcome.train_loss = loss_weighted / examples;
+  return outcome;
+}
+
+absl::StatusOr<ModelState> Server::Run(ModelState initial) {
+  ModelState global = std::move(initial);
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  MetricsRow row;
+  for (int round = 1; round <= config_.rounds; ++round) {
+    FL_ASSIGN_OR_RETURN(RoundOutcome outcome, RunRound(round, global));
+    row.bytes_up += outcome.bytes_up;
+    row.bytes_down += outcome.bytes_down;
+    if (round % config_.eval_every != 0 && round != config_.rounds) continue;
+
+    FL_ASSIGN_OR_RETURN(Evaluation eval, evaluate_(global));
+    row.round = round;
+    row.test_accuracy = eval.accuracy;
+    row.test_loss = eval.loss;
+    row.train_loss = outcome.train_loss;
+    row.clients = outcome.accepted;
+    row.rejected = outcome.rejected;
+    row.seconds = elapsed();
+    row.diagnostics = context_.diagnostics;
+    FL_RETURN_IF_ERROR(sink_->AddRow(row));
+    const double eta = row.seconds / round * (config_.rounds - round);
+    std::printf("round %d/%d  test_acc %.4f  test_loss %.4f  train_loss %.4f  elapsed %s  eta %s\n",
+                round, config_.rounds, eval.accuracy, eval.loss, outcome.train_loss,
+                FormatDuration(row.seconds).c_str(), FormatDuration(eta).c_str());
+    std::fflush(stdout);
+  }
+  FL_RETURN_IF_ERROR(sink_->WriteSummary(elapsed(), config_.rounds));
+  return global;
+}
+
+}  // namespace fl

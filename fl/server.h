@@ -1,0 +1,68 @@
+#ifndef FL_SERVER_H_
+#define FL_SERVER_H_
+
+// The round loop (see ../shared/DESIGN.md, "one round"):
+//   sample the cohort -> Aggregator::Configure -> clients train (a pool of
+//   workers) -> reject non-finite or misshapen updates -> Aggregator::Accumulate in
+//   cohort order -> Finalize -> evaluate -> one metrics row.
+// Updates are accumulated in cohort order whatever the number of workers, so the
+// result does not depend on it.
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fl/aggregator.h"
+#include "fl/client.h"
+#include "fl/evaluator.h"
+#include "fl/metrics_sink.h"
+#include "fl/model_state.h"
+
+namespace fl {
+
+struct ServerConfig {
+  int rounds = 1;
+  // Ignored (everyone takes part) when one_shot.
+  int clients_per_round = 1;
+  int eval_every = 1;
+  bool one_shot = false;
+  int workers = 1;
+  uint64_t seed = 0;
+};
+
+class Server {
+ public:
+  using Evaluator = std::function<absl::StatusOr<Evaluation>(const ModelState&)>;
+
+  // `context` carries what the server lends the aggregator (device, model factory,
+  // proxy set); its round fields are filled in each round. Pointers must outlive Run.
+  Server(ServerConfig config, Aggregator* aggregator, std::vector<std::unique_ptr<Client>> clients,
+         ServerContext context, Evaluator evaluate, MetricsSink* sink);
+
+  // Runs every round from `initial` and returns the final global model. Fails if a
+  // whole cohort fails to train, or on an aggregator error.
+  absl::StatusOr<ModelState> Run(ModelState initial);
+
+ private:
+  struct RoundOutcome {
+    double train_loss = 0.0;
+    int accepted = 0;
+    int rejected = 0;
+    int64_t bytes_up = 0;
+    int64_t bytes_down = 0;
+  };
+
+  absl::StatusOr<RoundOutcome> RunRound(int round, ModelState& global);
+
+  ServerConfig config_;
+  Aggregator* aggregator_;
+  std::vector<std::unique_ptr<Client>> clients_;
+  ServerContext context_;
+  Evaluator evaluate_;
+  MetricsSink* sink_;
+};
+
+}  // namespace fl
+
+#endif  // FL_SERVER_H_

@@ -1,0 +1,69 @@
+#include "fl/spec_loader.h"
+
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+
+namespace fl {
+namespace {
+
+class ErrorCollector : public google::protobuf::io::ErrorCollector {
+ public:
+  explicit ErrorCollector(absl::string_view source) : source_(source) {}
+
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    // The parser counts from 0.
+    errors_.push_back(absl::StrCat(source_, ":", line + 1, ":", column + 1, ": ", message));
+  }
+  void AddWarning(int line, google::protobuf::io::ColumnNumber column,
+                  const std::string& message) override {
+    AddError(line, column, message);
+  }
+
+  absl::Status ToStatus() const {
+    return absl::InvalidArgumentError(absl::StrJoin(errors_, "\n"));
+  }
+
+ private:
+  std::string source_;
+  std::vector<std::string> errors_;
+};
+
+absl::Status Merge(absl::string_view text, absl::string_view source,
+                   fedkit::ExperimentSpec& spec) {
+  ErrorCollector errors(source);
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.MergeFromString(std::string(text), &spec)) return errors.ToStatus();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<fedkit::ExperimentSpec> ParseSpec(absl::string_view text,
+                                                 absl::string_view source) {
+  fedkit::ExperimentSpec spec;
+  absl::Status status = Merge(text, source, spec);
+  if (!status.ok()) return status;
+  return spec;
+}
+
+absl::StatusOr<fedkit::ExperimentSpec> LoadSpecFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read spec file ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseSpec(text.str(), path);
+}
+
+absl::Status ApplyOverride(absl::string_view fragment, fedkit::ExperimentSpec& spec) {
+  return Merge(fragment, "--set", spec);
+}
+
+}  // namespace fl

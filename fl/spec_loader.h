@@ -1,0 +1,28 @@
+#ifndef FL_SPEC_LOADER_H_
+#define FL_SPEC_LOADER_H_
+
+// Reading ExperimentSpecs from text format. Unknown fields, unknown Any types and
+// syntax errors are errors with `source:line:column`.
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "fl/spec.pb.h"
+
+namespace fl {
+
+// Parses `text`; `source` names it in errors (a file path, "--set").
+absl::StatusOr<fedkit::ExperimentSpec> ParseSpec(absl::string_view text, absl::string_view source);
+
+// Reads and parses the file at `path`.
+absl::StatusOr<fedkit::ExperimentSpec> LoadSpecFile(const std::string& path);
+
+// Merges a text-format fragment into `spec`: singular fields it sets replace the
+// spec's (sub-messages merge field by field), repeated fields append, and an Any
+// it sets replaces the whole Any. E.g. "server { rounds: 3 }".
+absl::Status ApplyOverride(absl::string_view fragment, fedkit::ExperimentSpec& spec);
+
+}  // namespace fl
+
+#endif  // FL_SPEC_LOADER_H_
