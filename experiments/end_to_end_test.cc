@@ -1,0 +1,193 @@
+// End-to-end runs of the real runner code path on a slice of real Fashion-MNIST
+// (installed by tools/setup.sh), plus whole-spec validation through every plugin.
+
+#include <cstdlib>
+#include <map>
+#include <string>
+
+#include <ATen/ATen.h>
+
+#include "absl/strings/str_cat.h"
+#include "fl/aggregator.h"
+#include "fl/experiment.h"
+#include "fl/model.h"
+#include "fl/registry.h"
+#include "fl/spec_loader.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+
+// A small federation: 6000 training and 2000 test images over 20 clients.
+constexpr char kSmallSpec[] = R"pb(
+  name: "e2e"
+  seed: 5
+  device: CPU
+  dataset {
+    name: "fashion_mnist"
+    options {
+      [type.googleapis.com/fedkit.data.FashionMnistOptions] { train_limit: 6000 test_limit: 2000 }
+    }
+  }
+  partition {
+    name: "dirichlet"
+    num_clients: 20
+    options { [type.googleapis.com/fedkit.data.DirichletOptions] { alpha: 0.5 } }
+  }
+  model {
+    name: "mlp"
+    options { [type.googleapis.com/fedkit.models.MlpOptions] { hidden: [64] } }
+  }
+  client { epochs: 1 batch_size: 32 optimizer { kind: SGD lr: 0.05 } }
+  server { rounds: 8 clients_per_round: 10 }
+  aggregator { name: "fedavg" }
+)pb";
+
+fedkit::ExperimentSpec Spec(const std::string& overrides = "") {
+  auto spec = fl::ParseSpec(kSmallSpec, "kSmallSpec");
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  if (!overrides.empty()) EXPECT_TRUE(fl::ApplyOverride(overrides, *spec).ok());
+  return *spec;
+}
+
+fl::ExperimentResult RunSpec(const fedkit::ExperimentSpec& spec, const std::string& dir) {
+  auto experiment = fl::BuildExperiment(spec);
+  EXPECT_TRUE(experiment.ok()) << experiment.status();
+  auto result = fl::RunExperiment(*experiment, absl::StrCat(getenv("TEST_TMPDIR"), "/", dir));
+  EXPECT_TRUE(result.ok()) << result.status();
+  return *std::move(result);
+}
+
+void ExpectSameModel(const fl::ModelState& a, const fl::ModelState& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a.tensor(i).equal(b.tensor(i))) << i;
+}
+
+TEST(EndToEndTest, FedAvgLearnsWellAboveChance) {
+  fl::ExperimentResult result = RunSpec(Spec(), "learns");
+  ASSERT_EQ(result.rows.size(), 8);
+  EXPECT_GT(result.rows.back().test_accuracy, 0.65);  // chance is 0.10
+  EXPECT_GT(result.rows.back().test_accuracy, result.rows.front().test_accuracy);
+  EXPECT_EQ(result.rows.back().clients, 10);
+}
+
+TEST(EndToEndTest, SameSpecAndSeedGiveIdenticalMetricsAndWeights) {
+  const auto spec = Spec("server { rounds: 3 }");
+  fl::ExperimentResult a = RunSpec(spec, "det_a");
+  fl::ExperimentResult b = RunSpec(spec, "det_b");
+  ASSERT_EQ(a.rows.size(), b.rows.size());
+  for (size_t i = 0; i < a.rows.size(); ++i) {
+    EXPECT_EQ(a.rows[i].test_accuracy, b.rows[i].test_accuracy);
+    EXPECT_EQ(a.rows[i].test_loss, b.rows[i].test_loss);
+    EXPECT_EQ(a.rows[i].train_loss, b.rows[i].train_loss);
+    EXPECT_EQ(a.rows[i].bytes_up, b.rows[i].bytes_up);
+  }
+  ExpectSameModel(a.final_model, b.final_model);
+  fl::ExperimentResult other_seed = RunSpec(Spec("server { rounds: 3 } seed: 6"), "det_c");
+  EXPECT_NE(a.rows.back().test_loss, other_seed.rows.back().test_loss);
+}
+
+TEST(EndToEndTest, WorkerCountDoesNotChangeTheResult) {
+  fl::ExperimentResult one = RunSpec(Spec("server { rounds: 2 } simulation { workers: 1 }"), "w1");
+  fl::ExperimentResult three = RunSpec(Spec("server { rounds: 2 } simulation { workers: 3 }"), "w3");
+  ExpectSameModel(one.final_model, three.final_model);
+}
+
+TEST(EndToEndTest, OneShotTrainsEveryClientOnceAndAggregatesOnce) {
+  fedkit::ExperimentSpec spec = Spec("server { rounds: 1 one_shot: true } client { epochs: 3 }");
+  spec.mutable_partition()->set_name("iid");
+  spec.mutable_partition()->clear_options();
+  fl::ExperimentResult result = RunSpec(spec, "one_shot");
+  ASSERT_EQ(result.rows.size(), 1);
+  EXPECT_EQ(result.rows[0].clients, 20);
+  EXPECT_GT(result.rows[0].test_accuracy, 0.6);
+}
+
+// Records what the server lends through ServerContext, then averages like FedAvg.
+class ProxyProbe : public fl::Aggregator {
+ public:
+  absl::Status Accumulate(fl::ClientUpdate update, fl::ServerContext& context) override {
+    if (!sum_) sum_ = update.delta.ZerosLike();
+    sum_->Axpy(1.0, update.delta);
+    ++count_;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<fl::ModelState> Finalize(const fl::ModelState& global,
+                                          fl::ServerContext& context) override {
+    const at::Tensor counts = at::bincount(context.proxy->y, {}, 10);
+    context.diagnostics["proxy_size"] = context.proxy->size();
+    context.diagnostics["proxy_min_class"] = counts.min().item<double>();
+    context.diagnostics["proxy_max_class"] = counts.max().item<double>();
+    auto model = context.new_model();
+    if (!model.ok()) return model.status();
+    context.diagnostics["proxy_logits"] = (*model)->Forward(context.proxy->x).size(1);
+    fl::ModelState next = global.Clone();
+    next.Axpy(1.0 / count_, *sum_);
+    sum_.reset();
+    count_ = 0;
+    return next;
+  }
+
+ private:
+  std::optional<fl::ModelState> sum_;
+  int count_ = 0;
+};
+
+absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateProbe(const fedkit::ProxySpec&,
+                                                            const fl::Aggregator::CreateArgs&) {
+  return std::make_unique<ProxyProbe>();
+}
+FL_REGISTER_PLUGIN(fl::Aggregator, "proxy_probe", fedkit::ProxySpec, CreateProbe);
+
+TEST(EndToEndTest, ServerLendsAClassBalancedProxySetAndAModelFactory) {
+  fl::ExperimentResult result = RunSpec(
+      Spec("server { rounds: 1 proxy { split: TEST size: 200 } } aggregator { name: 'proxy_probe' }"),
+      "proxy");
+  const auto& diagnostics = result.rows[0].diagnostics;
+  EXPECT_EQ(diagnostics.at("proxy_size"), 200);
+  EXPECT_EQ(diagnostics.at("proxy_min_class"), 20);
+  EXPECT_EQ(diagnostics.at("proxy_max_class"), 20);
+  EXPECT_EQ(diagnostics.at("proxy_logits"), 10);
+}
+
+TEST(ValidationTest, EveryProblemIsReportedWithItsFieldPath) {
+  auto experiment = fl::BuildExperiment(Spec(
+      "server { rounds: 0 clients_per_round: 50 } client { optimizer { lr: -0.1 } } "
+      "aggregator { name: 'fedavgg' } "
+      "model { options { [type.googleapis.com/fedkit.data.DirichletOptions] { alpha: 1 } } } "
+      "partition { options { [type.googleapis.com/fedkit.data.DirichletOptions] { alpha: -2 } } }"));
+  ASSERT_EQ(experiment.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string message(experiment.status().message());
+  EXPECT_THAT(message, HasSubstr("server.rounds: must be >= 1, got 0"));
+  EXPECT_THAT(message,
+              HasSubstr("server.clients_per_round: must be in [1, partition.num_clients = 20], got 50"));
+  EXPECT_THAT(message, HasSubstr("client.optimizer.lr: must be > 0, got -0.1"));
+  EXPECT_THAT(message, HasSubstr("aggregator.name: aggregator \"fedavgg\" is not registered; "
+                                 "known: fedavg, proxy_probe"));
+  EXPECT_THAT(message, HasSubstr("model (mlp): options: model \"mlp\" takes "
+                                 "fedkit.models.MlpOptions, got fedkit.data.DirichletOptions"));
+  EXPECT_THAT(message, HasSubstr("partition (dirichlet): options.alpha: must be > 0, got -2"));
+  EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 5);  // six problems, one per line
+}
+
+TEST(ValidationTest, MissingNamesListTheChoices) {
+  fedkit::ExperimentSpec spec = Spec();
+  spec.mutable_dataset()->clear_name();
+  spec.mutable_client()->clear_budget();
+  auto experiment = fl::BuildExperiment(spec);
+  EXPECT_THAT(experiment.status().message(), HasSubstr("dataset.name: required; one of: fashion_mnist"));
+  EXPECT_THAT(experiment.status().message(), HasSubstr("client: set one of epochs or steps"));
+}
+
+TEST(ValidationTest, MissingDatasetFilesNameThePathsWhenRun) {
+  auto experiment = fl::BuildExperiment(Spec(
+      "dataset { options { [type.googleapis.com/fedkit.data.FashionMnistOptions] { dir: '/no/such' } } }"));
+  ASSERT_TRUE(experiment.ok()) << experiment.status();
+  auto result = fl::RunExperiment(*experiment, absl::StrCat(getenv("TEST_TMPDIR"), "/missing"));
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(result.status().message(), HasSubstr("/no/such/train-images-idx3-ubyte[.gz]"));
+}
+
+}  // namespace

@@ -1,0 +1,198 @@
+#include "fl/local_trainer.h"
+
+#include <ATen/ATen.h>
+#include <torch/utils.h>
+
+#include "fl/client_hook.h"
+#include "fl/model.h"
+#include "fl/registry.h"
+#include "fl/spec.pb.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace fl {
+namespace {
+
+class Linear : public Model {
+ public:
+  Linear() {
+    weight_ = register_parameter("weight", at::zeros({2, 2}));
+    bias_ = register_parameter("bias", at::zeros({2}));
+  }
+  at::Tensor Forward(const at::Tensor& x) override { return at::linear(x, weight_, bias_); }
+  at::Tensor weight_, bias_;
+};
+
+// A test hook exercising every plug-in point: it counts its rounds on the client
+// (persistent state), holds out the client's first example, adds an L2 pull to
+// zero weight as a loss term, and sends the count back as an extra.
+class ProbeHook : public ClientHook {
+ public:
+  absl::Status BeforeTraining(HookContext& context) override {
+    TensorMap& state = *context.state;
+    if (!state.count("rounds")) state["rounds"] = at::zeros({1});
+    state["rounds"].add_(1);
+    context.train_indices->erase(context.train_indices->begin());
+    return absl::OkStatus();
+  }
+  at::Tensor LossTerm(HookContext& context) override {
+    ++loss_calls;
+    return context.model->parameters()[0].pow(2).sum().mul(strength);
+  }
+  absl::Status AfterTraining(HookContext& context, ClientUpdate& update) override {
+    update.extras["probe"] = ModelState({{"rounds", context.state->at("rounds").clone(), false}});
+    return absl::OkStatus();
+  }
+  static inline int loss_calls = 0;
+  static inline double strength = 0.0;
+};
+
+absl::StatusOr<std::unique_ptr<ClientHook>> CreateProbe(const fedkit::ProxySpec&,
+                                                        const ClientHook::CreateArgs&) {
+  return std::make_unique<ProbeHook>();
+}
+FL_REGISTER_PLUGIN(ClientHook, "probe", fedkit::ProxySpec, CreateProbe);
+
+class FailingHook : public ClientHook {
+ public:
+  absl::Status BeforeTraining(HookContext&) override {
+    return absl::InvalidArgumentError("no sensitivity subset");
+  }
+};
+absl::StatusOr<std::unique_ptr<ClientHook>> CreateFailing(const fedkit::ProxySpec&,
+                                                          const ClientHook::CreateArgs&) {
+  return std::make_unique<FailingHook>();
+}
+FL_REGISTER_PLUGIN(ClientHook, "failing", fedkit::ProxySpec, CreateFailing);
+
+class LocalTrainerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    torch::manual_seed(3);
+    // Two separable blobs: class 0 around (-2, 0), class 1 around (2, 0).
+    at::Tensor y = at::arange(40, at::kLong).remainder(2);
+    at::Tensor x = at::randn({40, 2}).mul_(0.5);
+    x.select(1, 0).add_(y.to(at::kFloat).mul(4).sub(2));
+    examples_ = {x, y};
+    for (int64_t i = 0; i < 20; ++i) indices_.push_back(i);
+    global_ = ModelState::FromModule(model_);
+    spec_.set_epochs(3);
+    spec_.set_batch_size(4);
+    spec_.mutable_optimizer()->set_lr(0.1);
+    ProbeHook::loss_calls = 0;
+    ProbeHook::strength = 0.0;
+  }
+
+  LocalTrainingInput Input(int64_t client, int round, const RoundPlan& plan) {
+    LocalTrainingInput input;
+    input.client_id = client;
+    input.round = round;
+    input.seed = 17;
+    input.global = &global_;
+    input.plan = &plan;
+    input.examples = &examples_;
+    input.indices = &indices_;
+    return input;
+  }
+
+  double Accuracy(const ModelState& delta) {
+    ModelState local = global_.Clone();
+    local.Axpy(1.0, delta);
+    Linear m;
+    EXPECT_TRUE(local.LoadInto(m).ok());
+    return m.Forward(examples_.x).argmax(1).eq(examples_.y).to(at::kFloat).mean().item<double>();
+  }
+
+  Linear model_;
+  Examples examples_;
+  std::vector<int64_t> indices_;
+  ModelState global_;
+  fedkit::ClientTrainingSpec spec_;
+  ClientStateStore store_;
+};
+
+TEST_F(LocalTrainerTest, EpochBudgetTrainsTheModelAndReportsSteps) {
+  LocalTrainer trainer(spec_, {}, &store_);
+  RoundPlan plan;
+  auto update = trainer.Train(model_, Input(0, 1, plan));
+  ASSERT_TRUE(update.ok()) << update.status();
+  EXPECT_EQ(update->num_examples, 20);
+  EXPECT_EQ(update->local_steps, 3 * 5);  // 3 epochs of ceil(20 / 4) batches
+  EXPECT_GT(Accuracy(update->delta), 0.9);
+  EXPECT_EQ(update->bytes_sent, (4 + 2) * 4);
+  EXPECT_GT(update->metrics.at("train_loss"), 0.0);
+  EXPECT_LT(update->metrics.at("train_loss"), std::log(2.0));
+}
+
+TEST_F(LocalTrainerTest, StepBudgetCyclesThroughTheData) {
+  spec_.set_steps(12);
+  LocalTrainer trainer(spec_, {}, &store_);
+  RoundPlan plan;
+  auto update = trainer.Train(model_, Input(0, 1, plan));
+  ASSERT_TRUE(update.ok());
+  EXPECT_EQ(update->local_steps, 12);
+}
+
+TEST_F(LocalTrainerTest, SameSeedSameUpdateOtherSeedDifferent) {
+  LocalTrainer trainer(spec_, {}, &store_);
+  RoundPlan plan;
+  auto a = trainer.Train(model_, Input(0, 1, plan));
+  auto b = trainer.Train(model_, Input(0, 1, plan));
+  EXPECT_TRUE(a->delta.tensor(0).equal(b->delta.tensor(0)));
+  LocalTrainingInput other = Input(0, 1, plan);
+  other.seed = 18;
+  auto c = trainer.Train(model_, other);
+  EXPECT_FALSE(a->delta.tensor(0).equal(c->delta.tensor(0)));
+}
+
+TEST_F(LocalTrainerTest, HookStatePersistsPerClientAcrossRounds) {
+  RoundPlan plan;
+  plan.hooks.push_back({"probe", {}});
+  LocalTrainer trainer(spec_, {}, &store_);
+  auto r1 = trainer.Train(model_, Input(/*client=*/7, 1, plan));
+  auto r2 = trainer.Train(model_, Input(7, 2, plan));
+  auto other = trainer.Train(model_, Input(8, 2, plan));
+  ASSERT_TRUE(r1.ok() && r2.ok() && other.ok());
+  EXPECT_EQ(r1->extras.at("probe").tensor(0).item<float>(), 1.0f);
+  EXPECT_EQ(r2->extras.at("probe").tensor(0).item<float>(), 2.0f);
+  EXPECT_EQ(other->extras.at("probe").tensor(0).item<float>(), 1.0f);
+  EXPECT_EQ(store_.size(), 2);
+  // The hold-out removed one example from training, and the extra counts in bytes.
+  EXPECT_EQ(r1->num_examples, 19);
+  EXPECT_EQ(r1->bytes_sent, (4 + 2 + 1) * 4);
+}
+
+TEST_F(LocalTrainerTest, LossTermsReachTheOptimiser) {
+  spec_.set_steps(20);
+  RoundPlan plan;
+  LocalTrainer plain(spec_, {}, &store_);
+  const double free_norm = plain.Train(model_, Input(0, 1, plan))->delta.tensor(0).norm().item<double>();
+  ProbeHook::strength = 1.0;  // lr 0.1 * 2 * 1.0: a 20% pull to zero per step
+  // Hooks named in the spec run as well as the plan's.
+  LocalTrainer pulled(spec_, {{"probe", {}}}, &store_);
+  auto update = pulled.Train(model_, Input(0, 1, plan));
+  ASSERT_TRUE(update.ok());
+  EXPECT_EQ(ProbeHook::loss_calls, 20);
+  EXPECT_LT(update->delta.tensor(0).norm().item<double>(), 0.5 * free_norm);
+}
+
+TEST_F(LocalTrainerTest, HookErrorsNameTheClientAndHook) {
+  RoundPlan plan;
+  plan.hooks.push_back({"failing", {}});
+  LocalTrainer trainer(spec_, {}, &store_);
+  auto update = trainer.Train(model_, Input(4, 1, plan));
+  EXPECT_EQ(update.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(update.status().message(),
+            "client 4: client hook \"failing\" before training: no sensitivity subset");
+}
+
+TEST_F(LocalTrainerTest, UnknownHookIsAnError) {
+  RoundPlan plan;
+  plan.hooks.push_back({"nope", {}});
+  LocalTrainer trainer(spec_, {}, &store_);
+  EXPECT_THAT(trainer.Train(model_, Input(4, 1, plan)).status().message(),
+              ::testing::HasSubstr("client_hook \"nope\" is not registered"));
+}
+
+}  // namespace
+}  // namespace fl

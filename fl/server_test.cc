@@ -1,0 +1,179 @@
+#include "fl/server.h"
+
+#include <ATen/ATen.h>
+
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace fl {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A client that returns a fixed delta (optionally poisoned) and counts its calls.
+class FakeClient : public Client {
+ public:
+  FakeClient(int64_t id, float value, int64_t n) : id_(id), value_(value), n_(n) {}
+  int64_t id() const override { return id_; }
+  int64_t num_examples() const override { return n_; }
+  absl::StatusOr<ClientUpdate> Train(const ModelState& global, const RoundPlan& plan,
+                                     int round) override {
+    ++calls;
+    if (fail) return absl::InternalError("boom");
+    ClientUpdate update;
+    update.client_id = id_;
+    update.delta = ModelState({{"w", at::full({2}, value_), false}});
+    update.num_examples = n_;
+    update.metrics["train_loss"] = value_;
+    update.bytes_sent = 8;
+    if (broken_shape) update.delta = ModelState({{"w", at::zeros({3}), false}});
+    return update;
+  }
+  int calls = 0;
+  bool fail = false;
+  bool broken_shape = false;
+
+ private:
+  int64_t id_;
+  float value_;
+  int64_t n_;
+};
+
+// Adds the plain sum of accepted deltas and reports how many it saw.
+class SumAggregator : public Aggregator {
+ public:
+  absl::Status Accumulate(ClientUpdate update, ServerContext& context) override {
+    if (!sum_) sum_ = update.delta.ZerosLike();
+    sum_->Axpy(1.0, update.delta);
+    ++seen_;
+    order.push_back(update.client_id);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<ModelState> Finalize(const ModelState& global, ServerContext& context) override {
+    ModelState next = global.Clone();
+    next.Axpy(1.0, *sum_);
+    context.diagnostics["seen"] = seen_;
+    sum_.reset();
+    seen_ = 0;
+    return next;
+  }
+  std::vector<int64_t> order;
+
+ private:
+  std::optional<ModelState> sum_;
+  int seen_ = 0;
+};
+
+class ServerTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<MetricsSink> Sink(const std::string& name) {
+    auto sink = MetricsSink::Open(std::string(getenv("TEST_TMPDIR")) + "/" + name,
+                                  fedkit::ExperimentSpec());
+    EXPECT_TRUE(sink.ok());
+    return *std::move(sink);
+  }
+  static absl::StatusOr<Evaluation> Evaluate(const ModelState& state) {
+    return Evaluation{state.tensor(0)[0].item<double>(), 0.5, 10};
+  }
+  ModelState Zero() { return ModelState({{"w", at::zeros({2}), false}}); }
+};
+
+TEST_F(ServerTest, FullParticipationAccumulatesEveryClientInCohortOrder) {
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int k = 0; k < 4; ++k) clients.push_back(std::make_unique<FakeClient>(k, k + 1.0f, 10));
+  SumAggregator aggregator;
+  auto sink = Sink("full");
+  ServerConfig config{.rounds = 2, .clients_per_round = 4, .eval_every = 1, .workers = 3};
+  Server server(config, &aggregator, std::move(clients), ServerContext(), Evaluate, sink.get());
+  auto final_model = server.Run(Zero());
+  ASSERT_TRUE(final_model.ok()) << final_model.status();
+  // Each round adds 1 + 2 + 3 + 4.
+  EXPECT_FLOAT_EQ(final_model->tensor(0)[0].item<float>(), 20.0f);
+  EXPECT_THAT(aggregator.order, ::testing::ElementsAre(0, 1, 2, 3, 0, 1, 2, 3));
+  ASSERT_EQ(sink->rows().size(), 2);
+  const MetricsRow& row = sink->rows()[1];
+  EXPECT_EQ(row.clients, 4);
+  EXPECT_EQ(row.rejected, 0);
+  EXPECT_EQ(row.bytes_up, 2 * 4 * 8);
+  EXPECT_EQ(row.bytes_down, 2 * 4 * 8);  // the 2-float global model to 4 clients, twice
+  EXPECT_DOUBLE_EQ(row.train_loss, 2.5);  // size-weighted mean of 1..4
+  EXPECT_EQ(row.diagnostics.at("seen"), 4);
+}
+
+TEST_F(ServerTest, NonFiniteFailedAndMisshapenUpdatesAreRejectedAndCounted) {
+  std::vector<std::unique_ptr<Client>> clients;
+  clients.push_back(std::make_unique<FakeClient>(0, 1.0f, 10));
+  clients.push_back(std::make_unique<FakeClient>(1, std::numeric_limits<float>::quiet_NaN(), 10));
+  clients.push_back(std::make_unique<FakeClient>(2, 1.0f, 10));
+  clients.push_back(std::make_unique<FakeClient>(3, 1.0f, 10));
+  static_cast<FakeClient*>(clients[2].get())->fail = true;
+  static_cast<FakeClient*>(clients[3].get())->broken_shape = true;
+  SumAggregator aggregator;
+  auto sink = Sink("rejects");
+  ServerConfig config{.rounds = 1, .clients_per_round = 4};
+  Server server(config, &aggregator, std::move(clients), ServerContext(), Evaluate, sink.get());
+  auto final_model = server.Run(Zero());
+  ASSERT_TRUE(final_model.ok()) << final_model.status();
+  EXPECT_FLOAT_EQ(final_model->tensor(0)[0].item<float>(), 1.0f);
+  EXPECT_EQ(sink->rows()[0].clients, 1);
+  EXPECT_EQ(sink->rows()[0].rejected, 3);
+}
+
+TEST_F(ServerTest, AWholeCohortFailingStopsTheRun) {
+  std::vector<std::unique_ptr<Client>> clients;
+  clients.push_back(std::make_unique<FakeClient>(0, 1.0f, 10));
+  static_cast<FakeClient*>(clients[0].get())->fail = true;
+  SumAggregator aggregator;
+  auto sink = Sink("allfail");
+  Server server(ServerConfig{}, &aggregator, std::move(clients), ServerContext(), Evaluate,
+                sink.get());
+  auto final_model = server.Run(Zero());
+  EXPECT_EQ(final_model.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(final_model.status().message(),
+              HasSubstr("round 1: every update was rejected; first: boom"));
+}
+
+TEST_F(ServerTest, PartialParticipationAndEvaluationPeriod) {
+  std::vector<std::unique_ptr<Client>> clients;
+  std::vector<FakeClient*> raw;
+  for (int k = 0; k < 10; ++k) {
+    clients.push_back(std::make_unique<FakeClient>(k, 1.0f, 10));
+    raw.push_back(static_cast<FakeClient*>(clients.back().get()));
+  }
+  SumAggregator aggregator;
+  auto sink = Sink("partial");
+  ServerConfig config{.rounds = 7, .clients_per_round = 3, .eval_every = 3, .seed = 4};
+  Server server(config, &aggregator, std::move(clients), ServerContext(), Evaluate, sink.get());
+  ASSERT_TRUE(server.Run(Zero()).ok());
+  int calls = 0;
+  for (FakeClient* c : raw) calls += c->calls;
+  EXPECT_EQ(calls, 21);
+  // Rounds 3 and 6, and the last round.
+  ASSERT_EQ(sink->rows().size(), 3);
+  EXPECT_EQ(sink->rows()[0].round, 3);
+  EXPECT_EQ(sink->rows()[1].round, 6);
+  EXPECT_EQ(sink->rows()[2].round, 7);
+  EXPECT_EQ(sink->rows()[2].bytes_up, 7 * 3 * 8);
+}
+
+TEST_F(ServerTest, OneShotTrainsEveryClientOnce) {
+  std::vector<std::unique_ptr<Client>> clients;
+  std::vector<FakeClient*> raw;
+  for (int k = 0; k < 5; ++k) {
+    clients.push_back(std::make_unique<FakeClient>(k, 1.0f, 10));
+    raw.push_back(static_cast<FakeClient*>(clients.back().get()));
+  }
+  SumAggregator aggregator;
+  auto sink = Sink("oneshot");
+  ServerConfig config{.rounds = 1, .clients_per_round = 1, .one_shot = true};
+  Server server(config, &aggregator, std::move(clients), ServerContext(), Evaluate, sink.get());
+  ASSERT_TRUE(server.Run(Zero()).ok());
+  for (FakeClient* c : raw) EXPECT_EQ(c->calls, 1);
+}
+
+}  // namespace
+}  // namespace fl
