@@ -77,7 +77,7 @@ int Main() {
     return 2;
   }
   absl::StatusOr<fedkit::ExperimentSpec> spec = fl::LoadSpecFile(spec_path);
-  if (!spec.ok()) return Fail(2, "cannot read the spec:", spec.status());
+  if (!spec.ok()) return Fail(2, absl::StrCat("invalid spec ", spec_path, ":"), spec.status());
   if (const std::string fragment = absl::GetFlag(FLAGS_set); !fragment.empty()) {
     if (absl::Status status = fl::ApplyOverride(fragment, *spec); !status.ok()) {
       return Fail(2, "cannot apply --set:", status);

@@ -1,0 +1,88 @@
+#!/bin/bash
+# The runner from the command line: exit codes and one message per problem for
+# the mistakes a spec author makes. Bazel runs this in the runfiles root.
+set -uo pipefail
+
+runner=tools/run_experiment
+base=experiments/quickstart.textproto
+tmp="${TEST_TMPDIR:-$(mktemp -d)}"
+failures=0
+
+# expect NAME EXIT_CODE PATTERN... -- ARGS: runs the runner with ARGS and checks the
+# exit code and that every PATTERN (fixed string) appears in its output.
+expect() {
+  local name="$1" code="$2"
+  shift 2
+  local patterns=()
+  while [[ "$1" != "--" ]]; do patterns+=("$1"); shift; done
+  shift
+  local out
+  out="$("$runner" "$@" 2>&1)"
+  local got=$?
+  if [[ $got -ne $code ]]; then
+    echo "FAIL $name: exit $got, expected $code"; echo "$out"; failures=$((failures + 1)); return
+  fi
+  for p in "${patterns[@]}"; do
+    if ! grep -qF -- "$p" <<<"$out"; then
+      echo "FAIL $name: output lacks: $p"; echo "$out"; failures=$((failures + 1)); return
+    fi
+  done
+  echo "ok   $name"
+}
+
+# spec_with SED_EXPR: the quickstart spec edited by sed, as a file path.
+spec_with() {
+  local path="$tmp/spec_$RANDOM.textproto"
+  sed -e "$1" "$base" > "$path"
+  echo "$path"
+}
+
+expect valid 0 "is valid" -- --spec="$PWD/$base" --validate_only
+
+expect misspelled_field 2 "invalid spec" "has no field named \"roundz\"" ":28:9:" -- \
+  --spec="$(spec_with 's/  rounds: 100/  roundz: 100/')" --validate_only
+
+expect unknown_aggregator 2 \
+  'aggregator.name: aggregator "fedavgg" is not registered; known: fedavg' -- \
+  --spec="$(spec_with 's/name: "fedavg"/name: "fedavgg"/')" --validate_only
+
+expect wrong_options_type 2 \
+  'model (mlp): options: model "mlp" takes fedkit.models.MlpOptions, got fedkit.data.DirichletOptions' -- \
+  --spec="$(spec_with 's/fedkit.models.MlpOptions\] { hidden: \[200, 200\] }/fedkit.data.DirichletOptions] { alpha: 1 }/')" \
+  --validate_only
+
+expect negative_lr 2 "client.optimizer.lr: must be > 0, got -0.05" -- \
+  --spec="$(spec_with 's/lr: 0.05/lr: -0.05/')" --validate_only
+
+expect all_problems_at_once 2 "client.optimizer.lr: must be > 0" "server.rounds: must be >= 1, got 0" \
+  'aggregator "fedavgg" is not registered' -- \
+  --spec="$(spec_with 's/lr: 0.05/lr: -0.05/; s/rounds: 100/rounds: 0/; s/name: "fedavg"/name: "fedavgg"/')" \
+  --validate_only
+
+expect set_override_is_validated 2 "server.clients_per_round: must be in [1, partition.num_clients = 100], got 500" -- \
+  --spec="$PWD/$base" --set='server { clients_per_round: 500 }' --validate_only
+
+expect bad_set_fragment 2 "cannot apply --set" "--set:1:" -- \
+  --spec="$PWD/$base" --set='server { roundz: 3 }' --validate_only
+
+expect missing_spec_file 2 "cannot read spec file $tmp/none.textproto" -- --spec="$tmp/none.textproto"
+
+expect missing_dataset_file 1 "/no/such/dir/train-images-idx3-ubyte[.gz]" "dataset-fashion-mnist" -- \
+  --spec="$PWD/$base" --output_dir="$tmp/out_missing" \
+  --set='dataset { options { [type.googleapis.com/fedkit.data.FashionMnistOptions] { dir: "/no/such/dir" } } }'
+
+expect list 0 "aggregator:" "fedavg               fedkit.aggregators.FedAvgOptions" \
+  "mlp                  fedkit.models.MlpOptions" -- --list
+
+# A real (tiny) run writes every output file.
+expect tiny_run 0 "round 2/2" "results in $tmp/out_run" -- --spec="$PWD/$base" --output_dir="$tmp/out_run" \
+  --set='server { rounds: 2 } partition { num_clients: 20 } dataset { options { [type.googleapis.com/fedkit.data.FashionMnistOptions] { train_limit: 2000 test_limit: 500 } } }'
+for f in metrics.csv summary.json spec.textproto; do
+  if [[ ! -s "$tmp/out_run/$f" ]]; then echo "FAIL tiny_run: no $f"; failures=$((failures + 1)); fi
+done
+if ! grep -q "rounds: 2" "$tmp/out_run/spec.textproto"; then
+  echo "FAIL tiny_run: spec.textproto is not the resolved spec"; failures=$((failures + 1))
+fi
+
+if [[ $failures -ne 0 ]]; then echo "$failures failure(s)"; exit 1; fi
+echo "all runner checks passed"
