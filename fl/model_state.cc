@@ -75,6 +75,11 @@ absl::Status ModelState::CheckSameLayout(const ModelState& other) const {
                                                      c10::str(a.tensor.sizes()), ", got ",
                                                      c10::str(b.tensor.sizes())));
     }
+    if (a.tensor.scalar_type() != b.tensor.scalar_type()) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor \"", a.name, "\": expected dtype ",
+                                                     c10::toString(a.tensor.scalar_type()), ", got ",
+                                                     c10::toString(b.tensor.scalar_type())));
+    }
   }
   return absl::OkStatus();
 }

@@ -53,7 +53,8 @@ class ModelState {
   ModelState ZerosLike() const;
   ModelState To(const at::Device& device) const;
 
-  // OK when `other` has the same names, shapes and buffer flags in the same order.
+  // OK when `other` has the same names, shapes, dtypes and buffer flags in the
+  // same order.
   absl::Status CheckSameLayout(const ModelState& other) const;
 
   // this += alpha * x, in place, parameters and buffers alike.

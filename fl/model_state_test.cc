@@ -138,6 +138,15 @@ TEST(ModelStateTest, LoadIntoRejectsShapeMismatchAndLeavesModuleAlone) {
   ExpectTensorEq(wide.named_parameters()["bias"].detach(), at::zeros({2}));
 }
 
+TEST(ModelStateTest, LoadIntoRejectsDtypeMismatch) {
+  TinyModule module;
+  ModelState state = ModelState::FromModule(module);
+  state.mutable_tensor(0) = state.tensor(0).to(at::kDouble) + 0.25;
+  absl::Status status = state.LoadInto(module);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("expected dtype Float, got Double"));
+}
+
 TEST(ModelStateTest, LoadIntoRejectsMissingTensor) {
   TinyModule module;
   ModelState state = ModelState::FromModule(module);

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "fl/status_macros.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 
@@ -63,7 +64,11 @@ absl::StatusOr<fedkit::ExperimentSpec> LoadSpecFile(const std::string& path) {
 }
 
 absl::Status ApplyOverride(absl::string_view fragment, fedkit::ExperimentSpec& spec) {
-  return Merge(fragment, "--set", spec);
+  // Merge into a copy, so a bad fragment leaves the spec as it was.
+  fedkit::ExperimentSpec merged = spec;
+  FL_RETURN_IF_ERROR(Merge(fragment, "--set", merged));
+  spec = std::move(merged);
+  return absl::OkStatus();
 }
 
 }  // namespace fl

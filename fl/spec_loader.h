@@ -20,7 +20,8 @@ absl::StatusOr<fedkit::ExperimentSpec> LoadSpecFile(const std::string& path);
 
 // Merges a text-format fragment into `spec`: singular fields it sets replace the
 // spec's (sub-messages merge field by field), repeated fields append, and an Any
-// it sets replaces the whole Any. E.g. "server { rounds: 3 }".
+// it sets replaces the whole Any. E.g. "server { rounds: 3 }". On an error the
+// spec is left unchanged.
 absl::Status ApplyOverride(absl::string_view fragment, fedkit::ExperimentSpec& spec);
 
 }  // namespace fl

@@ -80,21 +80,23 @@ TEST(ParseSpecTest, EmptyTextIsAnEmptySpec) {
 }
 
 TEST(ParseSpecTest, MisspelledFieldNamesSourceLineAndColumn) {
-  // "sede" starts on line 3, column 3 (both 1-based).
+  // Line and column are 1-based. protobuf's parser reports an unknown field at the
+  // token after its name: "sede" spans columns 3-6 of line 3, the ':' is column 7.
   absl::StatusOr<fedkit::ExperimentSpec> spec =
       ParseSpec("name: \"x\"\nserver {\n  sede: 1\n}\n", "exp.textproto");
   ASSERT_FALSE(spec.ok());
   EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(spec.status().message()), StartsWith("exp.textproto:3:3: "));
+  EXPECT_THAT(std::string(spec.status().message()), StartsWith("exp.textproto:3:7: "));
   EXPECT_THAT(std::string(spec.status().message()), HasSubstr("\"sede\""));
   EXPECT_THAT(std::string(spec.status().message()), HasSubstr("fedkit.ServerSpec"));
 }
 
 TEST(ParseSpecTest, MisspelledTopLevelFieldOnFirstLine) {
+  // The ':' after "nmae" is on line 1, column 5.
   absl::StatusOr<fedkit::ExperimentSpec> spec = ParseSpec("nmae: \"x\"", "a.txt");
   ASSERT_FALSE(spec.ok());
   EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(spec.status().message()), StartsWith("a.txt:1:1: "));
+  EXPECT_THAT(std::string(spec.status().message()), StartsWith("a.txt:1:5: "));
   EXPECT_THAT(std::string(spec.status().message()), HasSubstr("nmae"));
 }
 
@@ -170,7 +172,8 @@ TEST(LoadSpecFileTest, ErrorsInAFileNameThePath) {
   absl::StatusOr<fedkit::ExperimentSpec> spec = LoadSpecFile(path);
   ASSERT_FALSE(spec.ok());
   EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(spec.status().message()), StartsWith(path + ":3:1: "));
+  // Line 3; the ':' after "bogus" is column 6.
+  EXPECT_THAT(std::string(spec.status().message()), StartsWith(path + ":3:6: "));
   EXPECT_THAT(std::string(spec.status().message()), HasSubstr("bogus"));
 }
 
@@ -209,6 +212,15 @@ TEST(ApplyOverrideTest, SwitchesOneofFromEpochsToSteps) {
   EXPECT_EQ(spec.client().batch_size(), 50);
 }
 
+TEST(ApplyOverrideTest, AFailedOverrideLeavesTheSpecUnchanged) {
+  fedkit::ExperimentSpec spec;
+  spec.set_seed(7);
+  spec.mutable_server()->set_rounds(10);
+  EXPECT_FALSE(ApplyOverride("seed: 1 server { roundz: 3 }", spec).ok());
+  EXPECT_EQ(spec.seed(), 7);
+  EXPECT_EQ(spec.server().rounds(), 10);
+}
+
 TEST(ApplyOverrideTest, RepeatedFieldAppends) {
   fedkit::ExperimentSpec spec = ParseOrDie(std::string(kValidSpec) +
                                            "client { hooks { name: \"prox\" } }\n");
@@ -234,9 +246,10 @@ TEST(ApplyOverrideTest, AnyIsReplacedWhole) {
 
 TEST(ApplyOverrideTest, UnknownFieldFailsWithSetSource) {
   fedkit::ExperimentSpec spec = ParseOrDie(kValidSpec);
+  // "roundz" starts at column 10; the ':' after it is column 16.
   absl::Status status = ApplyOverride("server { roundz: 3 }", spec);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(status.message()), StartsWith("--set:1:10: "));
+  EXPECT_THAT(std::string(status.message()), StartsWith("--set:1:16: "));
   EXPECT_THAT(std::string(status.message()), HasSubstr("roundz"));
 }
 
