@@ -54,6 +54,8 @@ struct ServerContext {
   std::function<absl::StatusOr<std::unique_ptr<Model>>()> new_model;
   // The server-held labelled proxy split; nullptr when the spec asks for none.
   const Examples* proxy = nullptr;
+  // Clients registered in the federation (SCAFFOLD scales by |S| / N).
+  int num_clients = 0;
   // Per-round scalars the aggregator reports (FedExP's eta_g, FedLAW's gamma, ...);
   // each key becomes a column of metrics.csv.
   std::map<std::string, double> diagnostics;

@@ -43,6 +43,9 @@ struct HookContext {
   std::vector<int64_t>* train_indices = nullptr;
   // Seed for the hook's own randomness, fixed by (spec seed, round, client).
   uint64_t seed = 0;
+  // The local learning rate in force this round (after any per-round decay), for
+  // methods whose client-side update divides by it (SCAFFOLD's option II).
+  double learning_rate = 0.0;
 };
 
 class ClientHook {

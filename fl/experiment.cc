@@ -5,7 +5,6 @@
 #include <ATen/ATen.h>
 #include <torch/utils.h>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "data/splits.h"
@@ -82,6 +81,12 @@ void ValidateCore(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
   }
   if (client.batch_size() < 1) {
     errors.Add("client.batch_size", absl::StrCat("must be >= 1, got ", client.batch_size()));
+  }
+  if (!(client.max_grad_norm() >= 0) || !std::isfinite(client.max_grad_norm())) {
+    errors.Add("client.max_grad_norm", absl::StrCat("must be >= 0, got ", client.max_grad_norm()));
+  }
+  if (client.has_lr_decay() && !(client.lr_decay() > 0 && client.lr_decay() <= 1)) {
+    errors.Add("client.lr_decay", absl::StrCat("must be in (0, 1], got ", client.lr_decay()));
   }
   const fedkit::OptimizerSpec& opt = client.optimizer();
   if (!(opt.lr() > 0) || !std::isfinite(opt.lr())) {
@@ -270,6 +275,7 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   context.device = device;
   context.new_model = [&spec, &info, device] { return NewModel(spec, info, device); };
   context.proxy = proxy.size() > 0 ? &proxy : nullptr;
+  context.num_clients = spec.partition().num_clients();
 
   const int64_t eval_batch =
       spec.server().has_eval_batch_size() ? spec.server().eval_batch_size() : kDefaultEvalBatchSize;

@@ -1,11 +1,13 @@
 #include "fl/local_trainer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <random>
 
 #include <ATen/ATen.h>
 #include <torch/optim/adam.h>
+#include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/sgd.h>
 
 #include "absl/strings/str_cat.h"
@@ -19,15 +21,14 @@ namespace fl {
 namespace {
 
 std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const fedkit::OptimizerSpec& spec,
-                                                       Model& model) {
+                                                       double lr, Model& model) {
   switch (spec.kind()) {
     case fedkit::OptimizerSpec::ADAM:
       return std::make_unique<torch::optim::Adam>(
-          model.parameters(),
-          torch::optim::AdamOptions(spec.lr()).weight_decay(spec.weight_decay()));
+          model.parameters(), torch::optim::AdamOptions(lr).weight_decay(spec.weight_decay()));
     default:
       return std::make_unique<torch::optim::SGD>(
-          model.parameters(), torch::optim::SGDOptions(spec.lr())
+          model.parameters(), torch::optim::SGDOptions(lr)
                                   .momentum(spec.momentum())
                                   .weight_decay(spec.weight_decay()));
   }
@@ -45,6 +46,8 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
                                             const LocalTrainingInput& input) {
   FL_RETURN_IF_ERROR(input.global->LoadInto(model));
   std::vector<int64_t> train_indices = *input.indices;
+  const double lr = spec.optimizer().lr() *
+                    std::pow(spec.has_lr_decay() ? spec.lr_decay() : 1.0, input.round - 1);
 
   std::vector<ActiveHook> hooks;
   std::vector<const HookRequest*> requests;
@@ -63,6 +66,7 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
     context.examples = input.examples;
     context.train_indices = &train_indices;
     context.seed = DeriveSeed(input.seed, SeedStream::kHook, {hooks.size()});
+    context.learning_rate = lr;
     hooks.push_back({request->name, std::move(hook), context});
   }
   for (ActiveHook& h : hooks) {
@@ -83,7 +87,7 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
       spec.has_steps() ? spec.steps() : static_cast<int64_t>(spec.epochs()) * batches_per_epoch;
 
   model.train();
-  std::unique_ptr<torch::optim::Optimizer> optimizer = MakeOptimizer(spec.optimizer(), model);
+  std::unique_ptr<torch::optim::Optimizer> optimizer = MakeOptimizer(spec.optimizer(), lr, model);
   std::mt19937_64 rng(input.seed);
   const at::Device device = input.examples->x.device();
   double loss_sum = 0.0;
@@ -107,6 +111,7 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
       if (term.defined()) loss = loss + term;
     }
     loss.backward();
+    if (spec.max_grad_norm() > 0) torch::nn::utils::clip_grad_norm_(model.parameters(), spec.max_grad_norm());
     optimizer->step();
     loss_sum += task_loss.item<double>();
   }

@@ -29,6 +29,7 @@ class Linear : public Model {
 class ProbeHook : public ClientHook {
  public:
   absl::Status BeforeTraining(HookContext& context) override {
+    seen_learning_rate = context.learning_rate;
     TensorMap& state = *context.state;
     if (!state.count("rounds")) state["rounds"] = at::zeros({1});
     state["rounds"].add_(1);
@@ -44,6 +45,7 @@ class ProbeHook : public ClientHook {
     return absl::OkStatus();
   }
   static inline int loss_calls = 0;
+  static inline double seen_learning_rate = 0.0;
   static inline double strength = 0.0;
 };
 
@@ -174,6 +176,27 @@ TEST_F(LocalTrainerTest, LossTermsReachTheOptimiser) {
   ASSERT_TRUE(update.ok());
   EXPECT_EQ(ProbeHook::loss_calls, 20);
   EXPECT_LT(update->delta.tensor(0).norm().item<double>(), 0.5 * free_norm);
+}
+
+TEST_F(LocalTrainerTest, LearningRateDecaysPerRoundAndHooksSeeIt) {
+  spec_.set_lr_decay(0.5);
+  RoundPlan plan;
+  plan.hooks.push_back({"probe", {}});
+  LocalTrainer trainer(spec_, {}, &store_);
+  ASSERT_TRUE(trainer.Train(model_, Input(0, /*round=*/3, plan)).ok());
+  EXPECT_DOUBLE_EQ(ProbeHook::seen_learning_rate, 0.1 * 0.25);
+}
+
+TEST_F(LocalTrainerTest, GradientClippingBoundsEachStep) {
+  // One plain SGD step with the gradient clipped to norm 1e-3 moves the weights by
+  // exactly lr * 1e-3 (the unclipped gradient at zero weights is much larger).
+  spec_.set_steps(1);
+  spec_.set_max_grad_norm(1e-3);
+  RoundPlan plan;
+  LocalTrainer trainer(spec_, {}, &store_);
+  auto update = trainer.Train(model_, Input(0, 1, plan));
+  ASSERT_TRUE(update.ok());
+  EXPECT_NEAR(std::sqrt(update->delta.SquaredNorm()), 0.1 * 1e-3, 1e-8);
 }
 
 TEST_F(LocalTrainerTest, HookErrorsNameTheClientAndHook) {
