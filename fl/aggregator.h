@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,10 @@ struct ServerContext {
   // Per-round scalars the aggregator reports (FedExP's eta_g, FedLAW's gamma, ...);
   // each key becomes a column of metrics.csv.
   std::map<std::string, double> diagnostics;
+  // Set by Finalize when the model to evaluate is not the training iterate (FedExP
+  // evaluates the average of its last two iterates); training always continues
+  // from what Finalize returns. Cleared every round.
+  std::optional<ModelState> evaluation_model;
 };
 
 // Properties the shared conformance suite checks where they hold.

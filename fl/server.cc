@@ -62,6 +62,7 @@ absl::StatusOr<Server::RoundOutcome> Server::RunRound(int round, ModelState& glo
   context_.round = round;
   context_.round_seed = DeriveSeed(config_.seed, SeedStream::kServerRound, {static_cast<uint64_t>(round)});
   context_.diagnostics.clear();
+  context_.evaluation_model.reset();
   FL_ASSIGN_OR_RETURN(RoundPlan plan, aggregator_->Configure(global, context_));
 
   // Workers fill the slots in any order; this thread consumes them in cohort order.
@@ -144,7 +145,9 @@ absl::StatusOr<ModelState> Server::Run(ModelState initial) {
     row.bytes_down += outcome.bytes_down;
     if (round % config_.eval_every != 0 && round != config_.rounds) continue;
 
-    FL_ASSIGN_OR_RETURN(Evaluation eval, evaluate_(global));
+    FL_ASSIGN_OR_RETURN(Evaluation eval, evaluate_(context_.evaluation_model.has_value()
+                                                       ? *context_.evaluation_model
+                                                       : global));
     row.round = round;
     row.test_accuracy = eval.accuracy;
     row.test_loss = eval.loss;

@@ -42,6 +42,7 @@ class Server {
 
   // Runs every round from `initial` and returns the final global model. Fails if a
   // whole cohort fails to train, or on an aggregator error.
+  // The evaluation uses ServerContext::evaluation_model when the aggregator sets one.
   absl::StatusOr<ModelState> Run(ModelState initial);
 
  private:

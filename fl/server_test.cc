@@ -57,11 +57,16 @@ class SumAggregator : public Aggregator {
     ModelState next = global.Clone();
     next.Axpy(1.0, *sum_);
     context.diagnostics["seen"] = seen_;
+    if (evaluate_doubled) {
+      context.evaluation_model = next.Clone();
+      context.evaluation_model->Scale(2.0);
+    }
     sum_.reset();
     seen_ = 0;
     return next;
   }
   std::vector<int64_t> order;
+  bool evaluate_doubled = false;
 
  private:
   std::optional<ModelState> sum_;
@@ -158,6 +163,21 @@ TEST_F(ServerTest, PartialParticipationAndEvaluationPeriod) {
   EXPECT_EQ(sink->rows()[1].round, 6);
   EXPECT_EQ(sink->rows()[2].round, 7);
   EXPECT_EQ(sink->rows()[2].bytes_up, 7 * 3 * 8);
+}
+
+TEST_F(ServerTest, AggregatorCanEvaluateAModelOtherThanTheIterate) {
+  std::vector<std::unique_ptr<Client>> clients;
+  clients.push_back(std::make_unique<FakeClient>(0, 1.5f, 10));
+  SumAggregator aggregator;
+  aggregator.evaluate_doubled = true;
+  auto sink = Sink("eval_model");
+  Server server(ServerConfig{.rounds = 2}, &aggregator, std::move(clients), ServerContext(),
+                Evaluate, sink.get());
+  auto final_model = server.Run(Zero());
+  // Training continues from the iterate (1.5 per round), evaluation sees twice it.
+  EXPECT_FLOAT_EQ(final_model->tensor(0)[0].item<float>(), 3.0f);
+  EXPECT_DOUBLE_EQ(sink->rows()[0].test_accuracy, 3.0);
+  EXPECT_DOUBLE_EQ(sink->rows()[1].test_accuracy, 6.0);
 }
 
 TEST_F(ServerTest, OneShotTrainsEveryClientOnce) {

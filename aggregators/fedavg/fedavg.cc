@@ -17,9 +17,9 @@
 
 #include <cmath>
 #include <memory>
-#include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "aggregators/common/weighted_mean.h"
 #include "aggregators/fedavg/fedavg_options.pb.h"
 #include "fl/aggregator.h"
 #include "fl/registry.h"
@@ -33,32 +33,21 @@ class FedAvg : public fl::Aggregator {
   explicit FedAvg(double server_lr) : server_lr_(server_lr) {}
 
   absl::Status Accumulate(fl::ClientUpdate update, fl::ServerContext& context) override {
-    if (!weighted_sum_.has_value()) {
-      weighted_sum_ = update.delta.ZerosLike();
-    } else {
-      FL_RETURN_IF_ERROR(weighted_sum_->CheckSameLayout(update.delta));
-    }
-    weighted_sum_->Axpy(static_cast<double>(update.num_examples), update.delta);
-    total_examples_ += update.num_examples;
-    return absl::OkStatus();
+    return mean_.Add(update.delta, WeightOf(update, ClientWeighting::kNumExamples));
   }
 
   absl::StatusOr<fl::ModelState> Finalize(const fl::ModelState& global,
                                           fl::ServerContext& context) override {
-    if (!weighted_sum_.has_value() || total_examples_ <= 0) {
-      return absl::FailedPreconditionError("fedavg: no update accumulated this round");
-    }
+    FL_ASSIGN_OR_RETURN(fl::ModelState mean_delta, mean_.Mean());
+    mean_.Reset();
     fl::ModelState next = global.Clone();
-    next.Axpy(server_lr_ / total_examples_, 1.0 / total_examples_, *weighted_sum_);
-    weighted_sum_.reset();
-    total_examples_ = 0;
+    next.Axpy(server_lr_, 1.0, mean_delta);
     return next;
   }
 
  private:
   double server_lr_;
-  std::optional<fl::ModelState> weighted_sum_;
-  int64_t total_examples_ = 0;
+  WeightedMean mean_;
 };
 
 absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateFedAvg(

@@ -66,6 +66,7 @@ TEST(FedAvgTest, FinalizeWithoutUpdatesIsAnError) {
   fl::ServerContext context;
   auto next = FedAvg(1.0)->Finalize(State({0, 0}, {0}, 0), context);
   EXPECT_EQ(next.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(next.status().message(), "no update accumulated this round");
 }
 
 TEST(FedAvgTest, MismatchedUpdateIsRejected) {

@@ -1,0 +1,49 @@
+#ifndef AGGREGATORS_COMMON_WEIGHTED_MEAN_H_
+#define AGGREGATORS_COMMON_WEIGHTED_MEAN_H_
+
+// The running weighted mean of client deltas that most aggregators start from:
+// Add() accumulates w_k * delta_k in place (O(P) memory whatever the cohort),
+// Mean() returns sum_k w_k delta_k / sum_k w_k. Not a plugin: a library the
+// aggregator plugins share.
+
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "fl/client_update.h"
+#include "fl/model_state.h"
+
+namespace aggregators {
+
+class WeightedMean {
+ public:
+  // REQUIRES: weight > 0. An error (and nothing added) when `delta`'s layout differs
+  // from the earlier ones'.
+  absl::Status Add(const fl::ModelState& delta, double weight);
+
+  bool empty() const { return !sum_.has_value(); }
+  double total_weight() const { return total_weight_; }
+  int count() const { return count_; }
+
+  // FailedPrecondition when nothing was added.
+  absl::StatusOr<fl::ModelState> Mean() const;
+
+  void Reset();
+
+ private:
+  std::optional<fl::ModelState> sum_;
+  double total_weight_ = 0.0;
+  int count_ = 0;
+};
+
+// How the cohort's updates are weighted in the mean.
+enum class ClientWeighting {
+  kNumExamples,  // w_k = n_k, renormalised over the participants (FedAvg)
+  kUniform,      // w_k = 1 (SCAFFOLD's paper form)
+};
+
+double WeightOf(const fl::ClientUpdate& update, ClientWeighting weighting);
+
+}  // namespace aggregators
+
+#endif  // AGGREGATORS_COMMON_WEIGHTED_MEAN_H_

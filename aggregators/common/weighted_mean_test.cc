@@ -1,0 +1,47 @@
+#include "aggregators/common/weighted_mean.h"
+
+#include <ATen/ATen.h>
+
+#include "gtest/gtest.h"
+
+namespace aggregators {
+namespace {
+
+fl::ModelState State(std::vector<float> w) { return fl::ModelState({{"w", at::tensor(w), false}}); }
+
+TEST(WeightedMeanTest, MeanOfWeightedDeltas) {
+  WeightedMean mean;
+  ASSERT_TRUE(mean.Add(State({4, 0}), 1).ok());
+  ASSERT_TRUE(mean.Add(State({0, -4}), 3).ok());
+  EXPECT_EQ(mean.count(), 2);
+  EXPECT_DOUBLE_EQ(mean.total_weight(), 4);
+  // (1 * (4, 0) + 3 * (0, -4)) / 4 = (1, -3)
+  EXPECT_TRUE(mean.Mean()->tensor(0).allclose(at::tensor({1.0f, -3.0f})));
+}
+
+TEST(WeightedMeanTest, LayoutMismatchIsRejectedAndNotAdded) {
+  WeightedMean mean;
+  ASSERT_TRUE(mean.Add(State({1, 1}), 1).ok());
+  EXPECT_FALSE(mean.Add(State({1, 1, 1}), 1).ok());
+  EXPECT_EQ(mean.count(), 1);
+  EXPECT_TRUE(mean.Mean()->tensor(0).allclose(at::tensor({1.0f, 1.0f})));
+}
+
+TEST(WeightedMeanTest, EmptyAndReset) {
+  WeightedMean mean;
+  EXPECT_EQ(mean.Mean().status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(mean.Add(State({1}), 2).ok());
+  mean.Reset();
+  EXPECT_TRUE(mean.empty());
+  EXPECT_EQ(mean.total_weight(), 0);
+}
+
+TEST(WeightedMeanTest, Weighting) {
+  fl::ClientUpdate update;
+  update.num_examples = 7;
+  EXPECT_EQ(WeightOf(update, ClientWeighting::kNumExamples), 7.0);
+  EXPECT_EQ(WeightOf(update, ClientWeighting::kUniform), 1.0);
+}
+
+}  // namespace
+}  // namespace aggregators
