@@ -1,12 +1,20 @@
 // The shared conformance suite: every registered aggregator, created through the
 // registry from its default options, on one tiny fixture. Linking a new aggregator
-// into :all_aggregators enrols it; there are no per-name exclusions. Properties a
-// method does not claim (AggregatorProperties) are skipped by its own declaration.
+// into :all enrols it; there are no per-name exclusions. Properties a method does
+// not claim (AggregatorProperties) are skipped by its own declaration.
+//
+// Client updates come from real local training of a tiny model with the client
+// hooks the aggregator's RoundPlan asks for, so methods that need extras (control
+// variates, sensitivities, ...) get them from their own hooks.
+
+#include <numeric>
 
 #include <ATen/ATen.h>
 #include <torch/utils.h>
 
 #include "fl/aggregator.h"
+#include "fl/client_state_store.h"
+#include "fl/local_trainer.h"
 #include "fl/model.h"
 #include "fl/registry.h"
 #include "fl/spec.pb.h"
@@ -43,6 +51,7 @@ class ConformanceTest : public ::testing::TestWithParam<std::string> {
     context_.proxy = &proxy_;
     context_.round = 1;
     context_.round_seed = 5;
+    context_.num_clients = 10;
   }
 
   std::unique_ptr<fl::Aggregator> Create() {
@@ -51,19 +60,46 @@ class ConformanceTest : public ::testing::TestWithParam<std::string> {
     return aggregator.ok() ? *std::move(aggregator) : nullptr;
   }
 
-  fl::ClientUpdate RandomUpdate(int64_t id, int64_t n) {
-    fl::ModelState delta = global_.ZerosLike();
-    for (size_t i = 0; i < delta.size(); ++i) {
-      at::Tensor& t = delta.mutable_tensor(i);
-      t = at::isFloatingType(t.scalar_type()) ? at::randn_like(t).mul_(0.1)
-                                              : at::full_like(t, id % 3);
+  // Client `id` trains 5 SGD steps on `n` examples of its own from `global_` with the
+  // hooks `aggregator` plans for round 1; its buffer deltas are then randomised so
+  // buffer handling is exercised too (the tiny model never updates its buffers).
+  fl::ClientUpdate TrainedUpdate(fl::Aggregator& aggregator, int64_t id, int64_t n) {
+    auto plan = aggregator.Configure(global_, context_);
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    at::manual_seed(100 + id);
+    fl::Examples examples{at::randn({n, 4}), at::randint(0, 3, {n}, at::kLong)};
+    std::vector<int64_t> indices(n);
+    std::iota(indices.begin(), indices.end(), 0);
+    fedkit::ClientTrainingSpec spec;
+    spec.set_steps(5);
+    spec.set_batch_size(4);
+    spec.mutable_optimizer()->set_lr(0.1);
+    fl::LocalTrainer trainer(spec, {}, &state_store_);
+    fl::LocalTrainingInput input;
+    input.client_id = id;
+    input.round = 1;
+    input.seed = static_cast<uint64_t>(id);
+    input.global = &global_;
+    input.plan = &*plan;
+    input.examples = &examples;
+    input.indices = &indices;
+    TinyModel model;
+    auto update = trainer.Train(model, input);
+    EXPECT_TRUE(update.ok()) << update.status();
+    for (auto& entry : update->delta.mutable_entries()) {
+      if (!entry.is_buffer) continue;
+      entry.tensor = at::isFloatingType(entry.tensor.scalar_type())
+                         ? at::randn_like(entry.tensor).mul_(0.1)
+                         : at::full_like(entry.tensor, id % 3);
     }
-    fl::ClientUpdate update;
-    update.client_id = id;
-    update.delta = std::move(delta);
-    update.num_examples = n;
-    update.local_steps = 5;
-    return update;
+    return *std::move(update);
+  }
+
+  std::vector<fl::ClientUpdate> Updates(std::vector<std::pair<int64_t, int64_t>> clients) {
+    auto planner = Create();
+    std::vector<fl::ClientUpdate> updates;
+    for (auto [id, n] : clients) updates.push_back(TrainedUpdate(*planner, id, n));
+    return updates;
   }
 
   // One full round: Configure, Accumulate each update (copies), Finalize.
@@ -74,6 +110,7 @@ class ConformanceTest : public ::testing::TestWithParam<std::string> {
     for (const fl::ClientUpdate& u : updates) {
       fl::ClientUpdate copy = u;
       copy.delta = u.delta.Clone();
+      for (auto& [name, extra] : copy.extras) extra = extra.Clone();
       absl::Status status = aggregator.Accumulate(std::move(copy), context_);
       EXPECT_TRUE(status.ok()) << status;
     }
@@ -93,6 +130,7 @@ class ConformanceTest : public ::testing::TestWithParam<std::string> {
   fl::ModelState global_;
   fl::Examples proxy_;
   fl::ServerContext context_;
+  fl::ClientStateStore state_store_;
 };
 
 TEST_P(ConformanceTest, CreatesFromDefaultOptions) { EXPECT_NE(Create(), nullptr); }
@@ -108,7 +146,7 @@ TEST_P(ConformanceTest, RejectsWrongOptionsType) {
 TEST_P(ConformanceTest, OneClientInThatClientsUpdateOut) {
   auto aggregator = Create();
   if (!aggregator->properties().single_client_identity) GTEST_SKIP() << "not claimed";
-  fl::ClientUpdate update = RandomUpdate(1, 10);
+  fl::ClientUpdate update = Updates({{1, 10}})[0];
   fl::ModelState expected = global_.Clone();
   expected.Axpy(1.0, update.delta);
   ExpectClose(Round(*aggregator, global_, {update}), expected, 1e-6);
@@ -117,34 +155,43 @@ TEST_P(ConformanceTest, OneClientInThatClientsUpdateOut) {
 TEST_P(ConformanceTest, ClientOrderDoesNotMatter) {
   auto aggregator = Create();
   if (!aggregator->properties().order_invariant) GTEST_SKIP() << "not claimed";
-  std::vector<fl::ClientUpdate> updates = {RandomUpdate(1, 10), RandomUpdate(2, 30),
-                                           RandomUpdate(3, 5)};
+  std::vector<fl::ClientUpdate> updates = Updates({{1, 10}, {2, 30}, {3, 5}});
   fl::ModelState forward = Round(*aggregator, global_, updates);
   std::reverse(updates.begin(), updates.end());
   ExpectClose(Round(*Create(), global_, updates), forward, 1e-5);
 }
 
 TEST_P(ConformanceTest, DeterministicForFixedInputs) {
-  std::vector<fl::ClientUpdate> updates = {RandomUpdate(1, 10), RandomUpdate(2, 30)};
+  std::vector<fl::ClientUpdate> updates = Updates({{1, 10}, {2, 30}});
   fl::ModelState a = Round(*Create(), global_, updates);
   fl::ModelState b = Round(*Create(), global_, updates);
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a.tensor(i).equal(b.tensor(i)));
 }
 
 TEST_P(ConformanceTest, MovesTheModelAndStaysFinite) {
-  fl::ModelState next = Round(*Create(), global_, {RandomUpdate(1, 10), RandomUpdate(2, 20)});
+  fl::ModelState next = Round(*Create(), global_, Updates({{1, 10}, {2, 20}}));
   EXPECT_TRUE(next.AllFinite());
   EXPECT_GT(fl::ModelState::Difference(next, global_).SquaredNorm(), 0.0);
 }
 
 TEST_P(ConformanceTest, StateSurvivesSaveAndRestore) {
   auto original = Create();
-  fl::ModelState after_one = Round(*original, global_, {RandomUpdate(1, 10), RandomUpdate(2, 20)});
+  fl::ModelState after_one = Round(*original, global_, Updates({{1, 10}, {2, 20}}));
   auto restored = Create();
   ASSERT_TRUE(restored->RestoreState(original->SaveState()).ok());
-  std::vector<fl::ClientUpdate> second = {RandomUpdate(3, 15), RandomUpdate(4, 25)};
+  std::vector<fl::ClientUpdate> second = Updates({{3, 15}, {4, 25}});
   context_.round = 2;
   ExpectClose(Round(*restored, after_one, second), Round(*original, after_one, second), 1e-6);
+}
+
+TEST_P(ConformanceTest, RejectsAMisshapenUpdate) {
+  auto aggregator = Create();
+  ASSERT_TRUE(aggregator->Configure(global_, context_).ok());
+  fl::ClientUpdate good = Updates({{1, 10}})[0];
+  fl::ClientUpdate bad = good;
+  bad.delta.mutable_entries().pop_back();
+  ASSERT_TRUE(aggregator->Accumulate(std::move(good), context_).ok());
+  EXPECT_FALSE(aggregator->Accumulate(std::move(bad), context_).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(AllAggregators, ConformanceTest,
