@@ -29,7 +29,9 @@ TEST(RegistryGoldenTest, Models) {
 }
 
 TEST(RegistryGoldenTest, Aggregators) {
-  EXPECT_THAT(fl::Registry<fl::Aggregator>::Global().Names(), ElementsAre("fedavg"));
+  EXPECT_THAT(fl::Registry<fl::Aggregator>::Global().Names(), ElementsAre(
+                                                                  "fedavg",
+                                                                  "fedexp"));
 }
 
 TEST(RegistryGoldenTest, ClientHooks) {
