@@ -14,7 +14,6 @@
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::IsEmpty;
 
 TEST(RegistryGoldenTest, Datasets) {
   EXPECT_THAT(fl::Registry<fl::Dataset>::Global().Names(), ElementsAre("fashion_mnist"));
@@ -31,11 +30,13 @@ TEST(RegistryGoldenTest, Models) {
 TEST(RegistryGoldenTest, Aggregators) {
   EXPECT_THAT(fl::Registry<fl::Aggregator>::Global().Names(), ElementsAre(
                                                                   "fedavg",
-                                                                  "fedexp"));
+                                                                  "fedexp",
+                                                                  "fedprox"));
 }
 
 TEST(RegistryGoldenTest, ClientHooks) {
-  EXPECT_THAT(fl::Registry<fl::ClientHook>::Global().Names(), IsEmpty());
+  EXPECT_THAT(fl::Registry<fl::ClientHook>::Global().Names(), ElementsAre(
+                                                                  "fedprox"));
 }
 
 }  // namespace
