@@ -20,7 +20,8 @@ TEST(RegistryGoldenTest, Datasets) {
 }
 
 TEST(RegistryGoldenTest, Partitioners) {
-  EXPECT_THAT(fl::Registry<fl::Partitioner>::Global().Names(), ElementsAre("dirichlet", "iid"));
+  EXPECT_THAT(fl::Registry<fl::Partitioner>::Global().Names(),
+              ElementsAre("dirichlet", "dirichlet_equal", "iid"));
 }
 
 TEST(RegistryGoldenTest, Models) {
@@ -29,14 +30,20 @@ TEST(RegistryGoldenTest, Models) {
 
 TEST(RegistryGoldenTest, Aggregators) {
   EXPECT_THAT(fl::Registry<fl::Aggregator>::Global().Names(), ElementsAre(
+                                                                  "fedadagrad",
+                                                                  "fedadam",
                                                                   "fedavg",
+                                                                  "fedavgm",
                                                                   "fedexp",
-                                                                  "fedprox"));
+                                                                  "fedprox",
+                                                                  "fedyogi",
+                                                                  "scaffold"));
 }
 
 TEST(RegistryGoldenTest, ClientHooks) {
   EXPECT_THAT(fl::Registry<fl::ClientHook>::Global().Names(), ElementsAre(
-                                                                  "fedprox"));
+                                                                  "fedprox",
+                                                                  "scaffold"));
 }
 
 }  // namespace
