@@ -43,7 +43,7 @@ expect misspelled_field 2 "invalid spec" "has no field named \"roundz\"" ":28:9:
   --spec="$(spec_with 's/  rounds: 100/  roundz: 100/')" --validate_only
 
 expect unknown_aggregator 2 \
-  'aggregator.name: aggregator "fedavgg" is not registered; known: fedavg' -- \
+  'aggregator.name: aggregator "fedavgg" is not registered; known: ' ' fedavg, ' -- \
   --spec="$(spec_with 's/name: "fedavg"/name: "fedavgg"/')" --validate_only
 
 expect wrong_options_type 2 \

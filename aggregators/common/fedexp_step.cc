@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
+#include "fl/errors.h"
+#include "fl/status_macros.h"
+
 namespace aggregators {
 
 void SquaredNormMean::Add(const fl::ModelState& delta, double weight) {
@@ -19,6 +23,48 @@ FedExpStep ComputeFedExpStep(double mean_sq_norm, double mean_update_sq_norm, in
   // Every update zero and eps = 0: nothing to extrapolate.
   step.eta_g = denominator > 0 ? std::max(1.0, mean_sq_norm / denominator) : 1.0;
   return step;
+}
+
+absl::StatusOr<FedExpStepConfig> FedExpStepConfigFromOptions(
+    const fedkit::aggregators::FedExpOptions& options, absl::string_view path) {
+  FedExpStepConfig config;
+  if (options.has_epsilon()) config.epsilon = options.epsilon();
+  if (options.has_epsilon_decay()) config.epsilon_decay = options.epsilon_decay();
+  config.paper_form = options.epsilon_form() == fedkit::aggregators::FedExpOptions::PAPER;
+  if (options.has_evaluate_last_two_average()) {
+    config.evaluate_last_two_average = options.evaluate_last_two_average();
+  }
+  fl::ErrorList errors;
+  if (!(config.epsilon >= 0) || !std::isfinite(config.epsilon)) {
+    errors.Add(absl::StrCat(path, ".epsilon"), absl::StrCat("must be >= 0, got ", config.epsilon));
+  }
+  if (!(config.epsilon_decay > 0 && config.epsilon_decay <= 1)) {
+    errors.Add(absl::StrCat(path, ".epsilon_decay"),
+               absl::StrCat("must be in (0, 1], got ", config.epsilon_decay));
+  }
+  FL_RETURN_IF_ERROR(errors.ToStatus());
+  return config;
+}
+
+fl::ModelState TakeFedExpStep(const fl::ModelState& global, const fl::ModelState& mean_delta,
+                              double mean_sq_norm, int num_clients,
+                              const FedExpStepConfig& config, fl::ServerContext& context) {
+  const double mean_update_sq_norm = mean_delta.SquaredNorm();
+  const FedExpStep step =
+      ComputeFedExpStep(mean_sq_norm, mean_update_sq_norm, num_clients, context.round, config);
+  context.diagnostics["eta_g"] = step.eta_g;
+  context.diagnostics["fedexp_epsilon"] = step.epsilon_t;
+  context.diagnostics["fedexp_mean_sq_norm"] = mean_sq_norm;
+  context.diagnostics["fedexp_mean_update_sq_norm"] = mean_update_sq_norm;
+  fl::ModelState next = global.Clone();
+  next.Axpy(step.eta_g, 1.0, mean_delta);
+  if (config.evaluate_last_two_average && context.round > 1) {
+    fl::ModelState average = next.Clone();
+    average.Axpy(1.0, global);
+    average.Scale(0.5);
+    context.evaluation_model = std::move(average);
+  }
+  return next;
 }
 
 }  // namespace aggregators

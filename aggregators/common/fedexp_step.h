@@ -15,6 +15,10 @@
 // parameters only, accumulated in float64. Shared by the fedexp aggregator and by
 // SCAFFOLD(ExP).
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "aggregators/fedexp/fedexp_options.pb.h"
+#include "fl/aggregator.h"
 #include "fl/model_state.h"
 
 namespace aggregators {
@@ -24,7 +28,14 @@ struct FedExpStepConfig {
   double epsilon_decay = 0.998;
   // true: eps_eff = eps_t (paper); false: eps_eff = M * eps_t (official code).
   bool paper_form = false;
+  // Evaluate (w_{t+1} + w_t) / 2 from round 2 on.
+  bool evaluate_last_two_average = true;
 };
+
+// The config an options message asks for, with defaults filled in; errors name
+// their fields under `path` (e.g. "options" or "options.extrapolation").
+absl::StatusOr<FedExpStepConfig> FedExpStepConfigFromOptions(
+    const fedkit::aggregators::FedExpOptions& options, absl::string_view path);
 
 // Running sum_i p_i ||Delta_i||^2 over parameters, in float64.
 class SquaredNormMean {
@@ -48,6 +59,15 @@ struct FedExpStep {
 // `mean_sq_norm` (A above) and squared norm of the mean update `mean_update_sq_norm`.
 FedExpStep ComputeFedExpStep(double mean_sq_norm, double mean_update_sq_norm, int num_clients,
                              int round, const FedExpStepConfig& config);
+
+// The whole server step: w_{t+1} = w_t + eta_g * mean_delta over parameters (buffers
+// take mean_delta unscaled, i.e. the clients' weighted mean), eta_g from the round's
+// `num_clients` updates with weighted mean squared norm `mean_sq_norm`. Reports
+// eta_g, fedexp_epsilon, fedexp_mean_sq_norm and fedexp_mean_update_sq_norm as
+// diagnostics and sets the evaluation model when the config asks for the average.
+fl::ModelState TakeFedExpStep(const fl::ModelState& global, const fl::ModelState& mean_delta,
+                              double mean_sq_norm, int num_clients,
+                              const FedExpStepConfig& config, fl::ServerContext& context);
 
 }  // namespace aggregators
 

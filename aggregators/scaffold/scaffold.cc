@@ -35,6 +35,7 @@
 //         server_lr: 1.0
 //         weighting: NUM_EXAMPLES          # or UNIFORM (the paper's 1/|S|)
 //         control_variate_update: OPTION_II  # or OPTION_I
+//         # extrapolation { epsilon: 0.1 }   # SCAFFOLD(ExP): FedExP's eta_g on the model step
 //       }
 //     }
 //   }
@@ -53,6 +54,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "aggregators/common/fedexp_step.h"
 #include "aggregators/common/weighted_mean.h"
 #include "aggregators/scaffold/scaffold_options.pb.h"
 #include "fl/aggregator.h"
@@ -313,8 +315,12 @@ absl::StatusOr<std::unique_ptr<fl::ClientHook>> CreateScaffoldHook(
 
 class Scaffold : public fl::Aggregator {
  public:
-  Scaffold(double server_lr, ClientWeighting weighting, google::protobuf::Any hook_options)
-      : server_lr_(server_lr), weighting_(weighting), hook_options_(std::move(hook_options)) {}
+  Scaffold(double server_lr, ClientWeighting weighting, google::protobuf::Any hook_options,
+           std::optional<FedExpStepConfig> extrapolation)
+      : server_lr_(server_lr),
+        weighting_(weighting),
+        hook_options_(std::move(hook_options)),
+        extrapolation_(extrapolation) {}
 
   fl::AggregatorProperties properties() const override {
     fl::AggregatorProperties properties;
@@ -372,6 +378,7 @@ class Scaffold : public fl::Aggregator {
           absl::StrCat("num_examples is ", update.num_examples, ": no weight in the mean"));
     }
     FL_RETURN_IF_ERROR(mean_.Add(update.delta, weight));
+    norms_.Add(update.delta, weight);
     if (!delta_c_sum_.has_value()) delta_c_sum_ = c_->ZerosLike();
     delta_c_sum_->Axpy(1.0, delta_c);
     return absl::OkStatus();
@@ -391,8 +398,13 @@ class Scaffold : public fl::Aggregator {
           absl::StrCat("global model differs from the one configured: ", s.message()));
     }
     fl::ModelState next = global.Clone();
-    // Buffers: the weighted mean of client values, never scaled by eta_g.
-    next.Axpy(server_lr_, 1.0, mean_delta);
+    if (extrapolation_.has_value()) {
+      next = TakeFedExpStep(global, mean_delta, norms_.Mean(), mean_.count(), *extrapolation_,
+                            context);
+    } else {
+      // Buffers: the weighted mean of client values, never scaled by eta_g.
+      next.Axpy(server_lr_, 1.0, mean_delta);
+    }
     c_->Axpy(1.0 / context.num_clients, *delta_c_sum_);
     ResetRound();
     return next;
@@ -470,6 +482,7 @@ class Scaffold : public fl::Aggregator {
 
   void ResetRound() {
     mean_.Reset();
+    norms_.Reset();
     delta_c_sum_.reset();
   }
 
@@ -482,7 +495,9 @@ class Scaffold : public fl::Aggregator {
   std::optional<std::map<std::string, at::Tensor>> restored_;
   // Layout of this round's global model (storage-free), for checking updates.
   std::optional<fl::ModelState> layout_;
+  const std::optional<FedExpStepConfig> extrapolation_;
   WeightedMean mean_;
+  SquaredNormMean norms_;  // for SCAFFOLD(ExP)'s eta_g
   std::optional<fl::ModelState> delta_c_sum_;
 };
 
@@ -506,11 +521,16 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateScaffold(const ScaffoldOpt
   if (options.has_gradient_batch_size()) hook.set_gradient_batch_size(options.gradient_batch_size());
   google::protobuf::Any hook_options;
   hook_options.PackFrom(hook);
+  std::optional<FedExpStepConfig> extrapolation;
+  if (options.has_extrapolation()) {
+    FL_ASSIGN_OR_RETURN(extrapolation,
+                        FedExpStepConfigFromOptions(options.extrapolation(), "options.extrapolation"));
+  }
   return std::make_unique<Scaffold>(
       server_lr,
       options.weighting() == ScaffoldOptions::UNIFORM ? ClientWeighting::kUniform
                                                       : ClientWeighting::kNumExamples,
-      std::move(hook_options));
+      std::move(hook_options), extrapolation);
 }
 
 FL_REGISTER_PLUGIN(fl::Aggregator, "scaffold", fedkit::aggregators::ScaffoldOptions,

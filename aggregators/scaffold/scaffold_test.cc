@@ -287,6 +287,39 @@ TEST(ScaffoldTest, PartialParticipationMovesCByOneOverN) {
   ExpectValues(plan->broadcast.at("scaffold/c").tensor(0), {1, -1});
 }
 
+TEST(ScaffoldTest, ExtrapolationTakesFedExpsStepOnTheModelOnly) {
+  // SCAFFOLD(ExP), eps 0, N = 4, round 2. Global w = (1, 2), buffer 10.
+  // A: n = 1, delta (4, 0), buffer delta 8, Dc (4, -8); B: n = 1, delta (-2, 0),
+  // buffer delta 0, Dc (0, 4). Mean delta (1, 0), ||mean||^2 = 1; A = (16 + 4) / 2 = 10;
+  // eta_g = max(1, 10 / (2 * 1)) = 5 (server_lr is not used): w = (1, 2) + 5 (1, 0) = (6, 2).
+  // Buffer: 10 + (8 + 0) / 2 = 14. Evaluated: ((6, 2) + (1, 2)) / 2 = (3.5, 2).
+  // c = (1/4)((4, -8) + (0, 4)) = (1, -1), as without extrapolation.
+  ScaffoldOptions options;
+  options.set_server_lr(0.5);
+  options.mutable_extrapolation()->set_epsilon(0);
+  auto scaffold = Scaffold(options);
+  fl::ServerContext context;
+  context.num_clients = 4;
+  context.round = 2;
+  const fl::ModelState global = VectorState({1, 2}, 10);
+  ASSERT_TRUE(scaffold->Configure(global, context).ok());
+  ASSERT_TRUE(scaffold->Accumulate(Update(VectorState({4, 0}, 8), 1, {4, -8}), context).ok());
+  ASSERT_TRUE(scaffold->Accumulate(Update(VectorState({-2, 0}, 0), 1, {0, 4}), context).ok());
+  auto next = scaffold->Finalize(global, context);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_DOUBLE_EQ(context.diagnostics.at("eta_g"), 5.0);
+  ExpectValues(next->tensor(0), {6, 2});
+  ExpectValues(next->tensor(1), {14});
+  ASSERT_TRUE(context.evaluation_model.has_value());
+  ExpectValues(context.evaluation_model->tensor(0), {3.5, 2});
+  auto plan = scaffold->Configure(*next, context);
+  ExpectValues(plan->broadcast.at("scaffold/c").tensor(0), {1, -1});
+
+  options.mutable_extrapolation()->set_epsilon(-1);
+  EXPECT_EQ(Create(options).status().message(),
+            "options.extrapolation.epsilon: must be >= 0, got -1");
+}
+
 TEST(ScaffoldTest, PlanAsksForTheHookAndBroadcastsZerosOverParameters) {
   ScaffoldOptions options;
   options.set_control_variate_update(ScaffoldHookOptions::OPTION_I);
