@@ -1,12 +1,14 @@
 #include "aggregators/common/weighted_mean.h"
 
+#include "absl/strings/str_cat.h"
 #include "fl/status_macros.h"
-#include "glog/logging.h"
 
 namespace aggregators {
 
 absl::Status WeightedMean::Add(const fl::ModelState& delta, double weight) {
-  CHECK_GT(weight, 0.0);
+  if (!(weight > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("weight must be > 0, got ", weight));
+  }
   if (!sum_.has_value()) {
     sum_ = delta.ZerosLike();
   } else {

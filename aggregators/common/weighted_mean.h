@@ -17,8 +17,8 @@ namespace aggregators {
 
 class WeightedMean {
  public:
-  // REQUIRES: weight > 0. An error (and nothing added) when `delta`'s layout differs
-  // from the earlier ones'.
+  // An error (and nothing added) when weight <= 0 (e.g. a client with no data) or
+  // when `delta`'s layout differs from the earlier ones'.
   absl::Status Add(const fl::ModelState& delta, double weight);
 
   bool empty() const { return !sum_.has_value(); }

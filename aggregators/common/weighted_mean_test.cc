@@ -27,6 +27,12 @@ TEST(WeightedMeanTest, LayoutMismatchIsRejectedAndNotAdded) {
   EXPECT_TRUE(mean.Mean()->tensor(0).allclose(at::tensor({1.0f, 1.0f})));
 }
 
+TEST(WeightedMeanTest, NonPositiveWeightIsRejected) {
+  WeightedMean mean;
+  EXPECT_EQ(mean.Add(State({1}), 0).message(), "weight must be > 0, got 0");
+  EXPECT_TRUE(mean.empty());
+}
+
 TEST(WeightedMeanTest, EmptyAndReset) {
   WeightedMean mean;
   EXPECT_EQ(mean.Mean().status().code(), absl::StatusCode::kFailedPrecondition);

@@ -19,36 +19,13 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "aggregators/common/weighted_mean.h"
+#include "aggregators/common/mean_delta_aggregator.h"
 #include "aggregators/fedavg/fedavg_options.pb.h"
 #include "fl/aggregator.h"
 #include "fl/registry.h"
-#include "fl/status_macros.h"
 
 namespace aggregators {
 namespace {
-
-class FedAvg : public fl::Aggregator {
- public:
-  explicit FedAvg(double server_lr) : server_lr_(server_lr) {}
-
-  absl::Status Accumulate(fl::ClientUpdate update, fl::ServerContext& context) override {
-    return mean_.Add(update.delta, WeightOf(update, ClientWeighting::kNumExamples));
-  }
-
-  absl::StatusOr<fl::ModelState> Finalize(const fl::ModelState& global,
-                                          fl::ServerContext& context) override {
-    FL_ASSIGN_OR_RETURN(fl::ModelState mean_delta, mean_.Mean());
-    mean_.Reset();
-    fl::ModelState next = global.Clone();
-    next.Axpy(server_lr_, 1.0, mean_delta);
-    return next;
-  }
-
- private:
-  double server_lr_;
-  WeightedMean mean_;
-};
 
 absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateFedAvg(
     const fedkit::aggregators::FedAvgOptions& options, const fl::Aggregator::CreateArgs&) {
@@ -57,7 +34,7 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateFedAvg(
     return absl::InvalidArgumentError(
         absl::StrCat("options.server_lr: must be > 0, got ", server_lr));
   }
-  return std::make_unique<FedAvg>(server_lr);
+  return std::make_unique<MeanDeltaAggregator>(server_lr);
 }
 
 FL_REGISTER_PLUGIN(fl::Aggregator, "fedavg", fedkit::aggregators::FedAvgOptions, CreateFedAvg);

@@ -23,7 +23,7 @@
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
-#include "aggregators/common/weighted_mean.h"
+#include "aggregators/common/mean_delta_aggregator.h"
 #include "aggregators/fedprox/fedprox_options.pb.h"
 #include "fl/aggregator.h"
 #include "fl/client_hook.h"
@@ -85,9 +85,9 @@ absl::StatusOr<std::unique_ptr<fl::ClientHook>> CreateFedProxHook(
 FL_REGISTER_PLUGIN(fl::ClientHook, "fedprox", fedkit::aggregators::FedProxHookOptions,
                    CreateFedProxHook);
 
-class FedProx : public fl::Aggregator {
+class FedProx : public MeanDeltaAggregator {
  public:
-  FedProx(double mu, double server_lr) : server_lr_(server_lr) {
+  FedProx(double mu, double server_lr) : MeanDeltaAggregator(server_lr) {
     fedkit::aggregators::FedProxHookOptions hook_options;
     hook_options.set_mu(mu);
     hook_.name = "fedprox";
@@ -101,23 +101,8 @@ class FedProx : public fl::Aggregator {
     return plan;
   }
 
-  absl::Status Accumulate(fl::ClientUpdate update, fl::ServerContext& context) override {
-    return mean_.Add(update.delta, WeightOf(update, ClientWeighting::kNumExamples));
-  }
-
-  absl::StatusOr<fl::ModelState> Finalize(const fl::ModelState& global,
-                                          fl::ServerContext& context) override {
-    FL_ASSIGN_OR_RETURN(fl::ModelState mean_delta, mean_.Mean());
-    mean_.Reset();
-    fl::ModelState next = global.Clone();
-    next.Axpy(server_lr_, 1.0, mean_delta);
-    return next;
-  }
-
  private:
-  double server_lr_;
   fl::HookRequest hook_;
-  WeightedMean mean_;
 };
 
 absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateFedProx(
