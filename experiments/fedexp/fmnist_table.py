@@ -11,8 +11,8 @@ import statistics
 import sys
 
 METHODS = [("fedexp", "FedExP"), ("fedavg", "FedAvg"), ("scaffold", "SCAFFOLD"),
-           ("fedadagrad", "FedAdagrad")]
-TARGETS = [0.75, 0.80, 0.83]
+           ("fedadagrad", "FedAdagrad"), ("fedexp_eps1e-3", "FedExP (eps 0.001)")]
+TARGETS = [0.75, 0.80, 0.83, 0.85, 0.86, 0.87]
 
 
 def load(path):
@@ -79,9 +79,12 @@ def main(results):
         lines.append(f"| {label} | " + " | ".join(f"{v:.4f}" for v in finals) +
                      f" | {statistics.mean(finals):.4f} ± {statistics.pstdev(finals):.4f} |")
     if "fedexp" in runs:
-        etas = [float(r["eta_g"]) for _, rows in runs["fedexp"] for r in rows if r.get("eta_g")]
-        lines += ["", f"FedExP's eta_g over all rounds and seeds: mean {statistics.mean(etas):.2f}, "
-                  f"min {min(etas):.2f}, max {max(etas):.2f}."]
+        for method, label in METHODS:
+            if method.startswith("fedexp") and method in runs:
+                etas = [float(r["eta_g"]) for _, rows in runs[method] for r in rows if r.get("eta_g")]
+                lines += ["", f"{label}'s eta_g over all rounds and seeds: mean "
+                          f"{statistics.mean(etas):.3f}, min {min(etas):.3f}, max {max(etas):.3f}, "
+                          f"above 1 in {sum(e > 1 for e in etas) / len(etas):.0%} of rounds."]
     with open(os.path.join(results, "table.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
@@ -111,9 +114,12 @@ def main(results):
     fig.savefig(os.path.join(results, "accuracy.png"), dpi=120)
     if "fedexp" in runs:
         fig, ax = plt.subplots(figsize=(7, 3.5))
-        for seed, rows in runs["fedexp"]:
-            ax.plot([int(r["round"]) for r in rows], [float(r["eta_g"]) for r in rows],
-                    label=f"seed {seed}", linewidth=0.8)
+        for method, label in METHODS:
+            if not method.startswith("fedexp") or method not in runs:
+                continue
+            for seed, rows in runs[method]:
+                ax.plot([int(r["round"]) for r in rows], [float(r["eta_g"]) for r in rows],
+                        label=f"{label}, seed {seed}", linewidth=0.8)
         ax.set_xlabel("round")
         ax.set_ylabel("FedExP eta_g")
         ax.grid(alpha=0.3)
