@@ -48,12 +48,35 @@ absl::StatusOr<std::unique_ptr<MetricsSink>> MetricsSink::Open(
   return std::unique_ptr<MetricsSink>(new MetricsSink(dir));
 }
 
+namespace {
+
+// The sorted union of the diagnostics' names over `rows`.
+template <typename Rows, typename GetDiagnostics>
+std::set<std::string> DiagnosticNames(const Rows& rows, GetDiagnostics get) {
+  std::set<std::string> names;
+  for (const auto& r : rows) {
+    for (const auto& [name, value] : get(r)) names.insert(name);
+  }
+  return names;
+}
+
+// ",v1,v2,..." for `names`, empty cells where a row lacks one.
+std::string DiagnosticCells(const std::set<std::string>& names,
+                            const std::map<std::string, double>& diagnostics) {
+  std::string cells;
+  for (const std::string& name : names) {
+    auto it = diagnostics.find(name);
+    absl::StrAppend(&cells, ",", it == diagnostics.end() ? "" : Number(it->second));
+  }
+  return cells;
+}
+
+}  // namespace
+
 absl::Status MetricsSink::AddRow(const MetricsRow& row) {
   rows_.push_back(row);
-  std::set<std::string> diagnostic_names;
-  for (const MetricsRow& r : rows_) {
-    for (const auto& [name, value] : r.diagnostics) diagnostic_names.insert(name);
-  }
+  const std::set<std::string> diagnostic_names =
+      DiagnosticNames(rows_, [](const MetricsRow& r) { return r.diagnostics; });
   std::string csv = "round,test_accuracy,test_loss,train_loss,clients,rejected,bytes_up,"
                     "bytes_down,seconds";
   for (const std::string& name : diagnostic_names) absl::StrAppend(&csv, ",", name);
@@ -61,14 +84,25 @@ absl::Status MetricsSink::AddRow(const MetricsRow& row) {
   for (const MetricsRow& r : rows_) {
     absl::StrAppend(&csv, r.round, ",", Number(r.test_accuracy), ",", Number(r.test_loss), ",",
                     Number(r.train_loss), ",", r.clients, ",", r.rejected, ",", r.bytes_up, ",",
-                    r.bytes_down, ",", absl::StrFormat("%.3f", r.seconds));
-    for (const std::string& name : diagnostic_names) {
-      auto it = r.diagnostics.find(name);
-      absl::StrAppend(&csv, ",", it == r.diagnostics.end() ? "" : Number(it->second));
-    }
-    csv += "\n";
+                    r.bytes_down, ",", absl::StrFormat("%.3f", r.seconds),
+                    DiagnosticCells(diagnostic_names, r.diagnostics), "\n");
   }
   return WriteFile(dir_ + "/metrics.csv", csv);
+}
+
+absl::Status MetricsSink::AddDiagnostics(int round,
+                                         const std::map<std::string, double>& diagnostics) {
+  if (diagnostics.empty()) return absl::OkStatus();
+  diagnostics_.emplace_back(round, diagnostics);
+  const std::set<std::string> names =
+      DiagnosticNames(diagnostics_, [](const auto& r) { return r.second; });
+  std::string csv = "round";
+  for (const std::string& name : names) absl::StrAppend(&csv, ",", name);
+  csv += "\n";
+  for (const auto& [r, values] : diagnostics_) {
+    absl::StrAppend(&csv, r, DiagnosticCells(names, values), "\n");
+  }
+  return WriteFile(dir_ + "/diagnostics.csv", csv);
 }
 
 absl::Status MetricsSink::WriteSummary(double wall_seconds, int rounds) const {

@@ -8,9 +8,11 @@
 //                   then any aggregator diagnostics (sorted by name)
 //   summary.json    final and best test accuracy, mean over the last 10 evaluated
 //                   rounds, wall seconds, rounds
+//   diagnostics.csv  every round's aggregator diagnostics, evaluated or not
+//                   (round, then one column per diagnostic), when there are any
 // bytes_up, bytes_down and seconds are cumulative since the start; the others
-// describe the row's round. metrics.csv is rewritten whole after each row, so
-// a diagnostic that first appears in a later round still gets its column.
+// describe the row's round. The CSVs are rewritten whole after each row, so a
+// diagnostic that first appears in a later round still gets its column.
 
 #include <map>
 #include <memory>
@@ -43,6 +45,8 @@ class MetricsSink {
                                                            const fedkit::ExperimentSpec& spec);
 
   absl::Status AddRow(const MetricsRow& row);
+  // Records round `round`'s diagnostics in diagnostics.csv; nothing when empty.
+  absl::Status AddDiagnostics(int round, const std::map<std::string, double>& diagnostics);
   absl::Status WriteSummary(double wall_seconds, int rounds) const;
 
   const std::vector<MetricsRow>& rows() const { return rows_; }
@@ -52,6 +56,7 @@ class MetricsSink {
 
   std::string dir_;
   std::vector<MetricsRow> rows_;
+  std::vector<std::pair<int, std::map<std::string, double>>> diagnostics_;
 };
 
 }  // namespace fl

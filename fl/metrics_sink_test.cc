@@ -50,6 +50,18 @@ std::unique_ptr<MetricsSink> OpenOrDie(const std::string& dir) {
   return sink.ok() ? std::move(*sink) : nullptr;
 }
 
+TEST(MetricsSinkTest, DiagnosticsCsvHasEveryRoundAndSkipsEmptyOnes) {
+  const std::string dir = std::string(getenv("TEST_TMPDIR")) + "/diagnostics";
+  auto sink = MetricsSink::Open(dir, fedkit::ExperimentSpec());
+  ASSERT_TRUE(sink.ok());
+  ASSERT_TRUE((*sink)->AddDiagnostics(1, {{"eta_g", 1.5}}).ok());
+  ASSERT_TRUE((*sink)->AddDiagnostics(2, {}).ok());
+  ASSERT_TRUE((*sink)->AddDiagnostics(3, {{"eta_g", 2}, {"alpha", 0.25}}).ok());
+  std::ifstream in(dir + "/diagnostics.csv");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(text, "round,alpha,eta_g\n1,,1.5\n3,0.25,2\n");
+}
+
 TEST(MetricsSinkTest, OpenCreatesNestedDirAndWritesSpec) {
   const std::string dir = OutputDir("open") + "/a/b/c";
   ASSERT_FALSE(std::filesystem::exists(dir));

@@ -143,6 +143,7 @@ absl::StatusOr<ModelState> Server::Run(ModelState initial) {
     FL_ASSIGN_OR_RETURN(RoundOutcome outcome, RunRound(round, global));
     row.bytes_up += outcome.bytes_up;
     row.bytes_down += outcome.bytes_down;
+    FL_RETURN_IF_ERROR(sink_->AddDiagnostics(round, context_.diagnostics));
     if (round % config_.eval_every != 0 && round != config_.rounds) continue;
 
     FL_ASSIGN_OR_RETURN(Evaluation eval, evaluate_(context_.evaluation_model.has_value()

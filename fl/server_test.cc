@@ -163,6 +163,10 @@ TEST_F(ServerTest, PartialParticipationAndEvaluationPeriod) {
   EXPECT_EQ(sink->rows()[1].round, 6);
   EXPECT_EQ(sink->rows()[2].round, 7);
   EXPECT_EQ(sink->rows()[2].bytes_up, 7 * 3 * 8);
+  // Diagnostics are kept for every round, evaluated or not.
+  std::ifstream in(std::string(getenv("TEST_TMPDIR")) + "/partial/diagnostics.csv");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(text, "round,seen\n1,3\n2,3\n3,3\n4,3\n5,3\n6,3\n7,3\n");
 }
 
 TEST_F(ServerTest, AggregatorCanEvaluateAModelOtherThanTheIterate) {
