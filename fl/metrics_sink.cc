@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "fl/process_stats.h"
 #include "google/protobuf/text_format.h"
 
 namespace fl {
@@ -124,7 +125,8 @@ absl::Status MetricsSink::WriteSummary(double wall_seconds, int rounds) const {
       "  \"mean_test_accuracy_last_10\": ", Number(last_sum / last_n), ",\n",
       "  \"bytes_up\": ", final_row.bytes_up, ",\n",
       "  \"bytes_down\": ", final_row.bytes_down, ",\n",
-      "  \"wall_seconds\": ", absl::StrFormat("%.3f", wall_seconds), "\n}\n");
+      "  \"wall_seconds\": ", absl::StrFormat("%.3f", wall_seconds), ",\n",
+      "  \"peak_rss_mb\": ", absl::StrFormat("%.1f", PeakRssBytes() / 1048576.0), "\n}\n");
   return WriteFile(dir_ + "/summary.json", json);
 }
 

@@ -7,7 +7,7 @@
 //                   train_loss, clients, rejected, bytes_up, bytes_down, seconds,
 //                   then any aggregator diagnostics (sorted by name)
 //   summary.json    final and best test accuracy, mean over the last 10 evaluated
-//                   rounds, wall seconds, rounds
+//                   rounds, wall seconds, rounds, the process's peak RSS
 //   diagnostics.csv  every round's aggregator diagnostics, evaluated or not
 //                   (round, then one column per diagnostic), when there are any
 // bytes_up, bytes_down and seconds are cumulative since the start; the others
