@@ -125,6 +125,7 @@ absl::Status MetricsSink::WriteSummary(double wall_seconds, int rounds) const {
       "  \"mean_test_accuracy_last_10\": ", Number(last_sum / last_n), ",\n",
       "  \"bytes_up\": ", final_row.bytes_up, ",\n",
       "  \"bytes_down\": ", final_row.bytes_down, ",\n",
+      "  \"local_steps\": ", final_row.local_steps, ",\n",
       "  \"wall_seconds\": ", absl::StrFormat("%.3f", wall_seconds), ",\n",
       "  \"peak_rss_mb\": ", absl::StrFormat("%.1f", PeakRssBytes() / 1048576.0), "\n}\n");
   return WriteFile(dir_ + "/summary.json", json);

@@ -35,6 +35,8 @@ struct MetricsRow {
   int64_t bytes_up = 0;
   int64_t bytes_down = 0;
   double seconds = 0.0;
+  // Local optimiser steps of the accepted updates, cumulative (summary.json only).
+  int64_t local_steps = 0;
   std::map<std::string, double> diagnostics;
 };
 

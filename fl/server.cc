@@ -104,8 +104,10 @@ absl::StatusOr<Server::RoundOutcome> Server::RunRound(int round, ModelState& glo
     if (status.ok()) {
       const double loss = update->metrics.count("train_loss") ? update->metrics["train_loss"] : 0.0;
       const int64_t n = update->num_examples;
+      const int64_t steps = update->local_steps;
       status = aggregator_->Accumulate(*std::move(update), context_);
       if (status.ok()) {
+        outcome.local_steps += steps;
         loss_weighted += loss * n;
         examples += n;
         ++outcome.accepted;
@@ -143,6 +145,7 @@ absl::StatusOr<ModelState> Server::Run(ModelState initial) {
     FL_ASSIGN_OR_RETURN(RoundOutcome outcome, RunRound(round, global));
     row.bytes_up += outcome.bytes_up;
     row.bytes_down += outcome.bytes_down;
+    row.local_steps += outcome.local_steps;
     FL_RETURN_IF_ERROR(sink_->AddDiagnostics(round, context_.diagnostics));
     if (round % config_.eval_every != 0 && round != config_.rounds) continue;
 

@@ -52,6 +52,7 @@ class Server {
     int rejected = 0;
     int64_t bytes_up = 0;
     int64_t bytes_down = 0;
+    int64_t local_steps = 0;
   };
 
   absl::StatusOr<RoundOutcome> RunRound(int round, ModelState& global);

@@ -28,6 +28,7 @@ class FakeClient : public Client {
     update.client_id = id_;
     update.delta = ModelState({{"w", at::full({2}, value_), false}});
     update.num_examples = n_;
+    update.local_steps = 5;
     update.metrics["train_loss"] = value_;
     update.bytes_sent = 8;
     if (broken_shape) update.delta = ModelState({{"w", at::zeros({3}), false}});
@@ -105,6 +106,7 @@ TEST_F(ServerTest, FullParticipationAccumulatesEveryClientInCohortOrder) {
   EXPECT_EQ(row.rejected, 0);
   EXPECT_EQ(row.bytes_up, 2 * 4 * 8);
   EXPECT_EQ(row.bytes_down, 2 * 4 * 8);  // the 2-float global model to 4 clients, twice
+  EXPECT_EQ(row.local_steps, 2 * 4 * 5);  // 5 steps per client, 4 clients, 2 rounds
   EXPECT_DOUBLE_EQ(row.train_loss, 2.5);  // size-weighted mean of 1..4
   EXPECT_EQ(row.diagnostics.at("seen"), 4);
 }
