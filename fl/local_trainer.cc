@@ -120,7 +120,7 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
   update.client_id = input.client_id;
   update.num_examples = num_examples;
   update.local_steps = total_steps;
-  update.delta = ModelState::Difference(ModelState::FromModule(model), *input.global);
+  update.delta = ModelState::DifferenceFromModule(model, *input.global);
   update.metrics["train_loss"] = total_steps > 0 ? loss_sum / total_steps : 0.0;
   for (ActiveHook& h : hooks) {
     absl::Status status = h.hook->AfterTraining(h.context, update);

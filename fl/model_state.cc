@@ -8,31 +8,37 @@
 
 namespace fl {
 
-ModelState ModelState::FromModule(const torch::nn::Module& module) {
-  std::vector<Entry> entries;
+namespace {
+
+// The module's parameters then buffers, sharing the module's storage.
+ModelState Views(const torch::nn::Module& module) {
+  std::vector<ModelState::Entry> entries;
   for (const auto& item : module.named_parameters(/*recurse=*/true)) {
-    entries.push_back({item.key(), item.value().detach().clone(), false});
+    entries.push_back({item.key(), item.value().detach(), false});
   }
   for (const auto& item : module.named_buffers(/*recurse=*/true)) {
-    entries.push_back({item.key(), item.value().detach().clone(), true});
+    entries.push_back({item.key(), item.value().detach(), true});
   }
   return ModelState(std::move(entries));
 }
 
+}  // namespace
+
+ModelState ModelState::FromModule(const torch::nn::Module& module) { return Views(module).Clone(); }
+
+ModelState ModelState::DifferenceFromModule(const torch::nn::Module& module,
+                                            const ModelState& base) {
+  return Difference(Views(module), base);
+}
+
 absl::Status ModelState::LoadInto(torch::nn::Module& module) const {
-  ModelState target = FromModule(module);
+  ModelState target = Views(module);
   if (absl::Status layout = target.CheckSameLayout(*this); !layout.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("model state does not fit the model: ", layout.message()));
   }
   at::NoGradGuard no_grad;
-  size_t i = 0;
-  for (auto& item : module.named_parameters(/*recurse=*/true)) {
-    item.value().copy_(entries_[i++].tensor);
-  }
-  for (auto& item : module.named_buffers(/*recurse=*/true)) {
-    item.value().copy_(entries_[i++].tensor);
-  }
+  for (size_t i = 0; i < entries_.size(); ++i) target.entries_[i].tensor.copy_(entries_[i].tensor);
   return absl::OkStatus();
 }
 

@@ -37,6 +37,10 @@ class ModelState {
   // Detached copies of the module's parameters and buffers, in registration order.
   static ModelState FromModule(const torch::nn::Module& module);
 
+  // module's state - base, without an intermediate copy of the module's state.
+  // REQUIRES: the same layout.
+  static ModelState DifferenceFromModule(const torch::nn::Module& module, const ModelState& base);
+
   // Copies this state into `module`; names, shapes and dtypes must match.
   absl::Status LoadInto(torch::nn::Module& module) const;
 

@@ -250,6 +250,22 @@ TEST(ModelStateTest, ScaleFloatsAndRoundsIntegers) {
   ExpectTensorEq(t.tensor(2), Longs({-10}));
 }
 
+TEST(ModelStateTest, DifferenceFromModuleSubtractsTheBaseAndLeavesTheModuleAlone) {
+  TinyModule module;
+  ModelState base = ModelState::FromModule(module);
+  base.Scale(0.5);  // weight (0.5, 1, 1.5, 2), bias (0.25, -0.25), running (5, 10), count 4 (3.5 rounded)
+  ModelState d = ModelState::DifferenceFromModule(module, base);
+  ASSERT_TRUE(d.CheckSameLayout(base).ok());
+  ExpectTensorEq(d.tensor(0), at::tensor({0.5f, 1.0f, 1.5f, 2.0f}).reshape({2, 2}));
+  ExpectTensorEq(d.tensor(1), Floats({0.25f, -0.25f}));
+  ExpectTensorEq(d.tensor(2), Floats({5, 10}));
+  ExpectTensorEq(d.tensor(3), Longs({3}));
+  // A new tensor, not a view of the module's.
+  d.mutable_tensor(0).zero_();
+  ExpectTensorEq(module.named_parameters()["weight"].detach(),
+                 at::tensor({1.0f, 2.0f, 3.0f, 4.0f}).reshape({2, 2}));
+}
+
 TEST(ModelStateTest, Difference) {
   ModelState a = SmallState({5, 1}, {2}, 9);
   ModelState b = SmallState({2, 3}, {0.5f}, 4);
