@@ -309,6 +309,22 @@ TEST(ModelStateTest, DotAccumulatesInDouble) {
   EXPECT_DOUBLE_EQ(a.SquaredNorm(), 281474976710657.0);
 }
 
+TEST(ModelStateTest, LargeDotsStayCloseToTheExactFloat64Sum) {
+  // 300,001 entries take the chunked BLAS path; the exact float64 sum is the reference.
+  at::manual_seed(3);
+  const at::Tensor x = at::randn({300001});
+  const at::Tensor y = at::randn({300001}).add_(0.5);
+  ModelState a({{"w", x, false}});
+  ModelState b({{"w", y, false}});
+  const at::Tensor products = x.to(at::kDouble) * y.to(at::kDouble);
+  const double exact = products.sum().item<double>();
+  // A dot product's rounding error scales with sum |x_i y_i|, not with the
+  // (cancelling) result.
+  EXPECT_NEAR(a.Dot(b), exact, 1e-7 * products.abs().sum().item<double>());
+  const double exact_norm = at::sum(x.to(at::kDouble).pow(2)).item<double>();
+  EXPECT_NEAR(a.SquaredNorm(), exact_norm, 1e-7 * exact_norm);
+}
+
 TEST(ModelStateTest, AllFinite) {
   EXPECT_TRUE(SmallState({1, 2}, {3}, 4).AllFinite());
 

@@ -369,16 +369,14 @@ class Scaffold : public fl::Aggregator {
     if (absl::Status s = c_->CheckSameLayout(delta_c); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("extra \"", kDeltaC, "\": ", s.message()));
     }
-    if (!delta_c.AllFinite()) {
-      return absl::InvalidArgumentError(absl::StrCat("extra \"", kDeltaC, "\" is not finite"));
-    }
+    // Non-finite deltas and extras never get here: the server rejects them first.
     const double weight = WeightOf(update, weighting_);
     if (!(weight > 0)) {
       return absl::InvalidArgumentError(
           absl::StrCat("num_examples is ", update.num_examples, ": no weight in the mean"));
     }
     FL_RETURN_IF_ERROR(mean_.Add(update.delta, weight));
-    norms_.Add(update.delta, weight);
+    if (extrapolation_.has_value()) norms_.Add(update.delta, weight);
     if (!delta_c_sum_.has_value()) delta_c_sum_ = c_->ZerosLike();
     delta_c_sum_->Axpy(1.0, delta_c);
     return absl::OkStatus();

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Writes report.md (and aggregation_time.png) from what bench_report.sh measured.
+
+Aggregation rows come from Google Benchmark's JSON (aggregation.json): names
+`aggregate/<aggregator>/K:<k>/P:<p>/<device>`, and the bounds
+`bound/stream/...` (read every update once and accumulate: what any aggregator that
+must read each update once cannot beat), `bound/read/...` and `bound/matmul/...`.
+"""
+import json
+import os
+import re
+import sys
+
+UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def load_benchmarks(path):
+    with open(path) as f:
+        data = json.load(f)
+    rows = []
+    for b in data["benchmarks"]:
+        if b.get("run_type", "iteration") != "iteration" or b.get("error_occurred"):
+            continue
+        name = b.get("run_name", b["name"])
+        k = re.search(r"K:(\d+)", name)
+        p = re.search(r"P:(\d+)", name)
+        device = "cuda" if "/cuda" in name else "cpu"
+        rows.append({
+            "name": name,
+            "kind": name.split("/")[0],
+            "what": name.split("/")[1] if "/" in name else name,
+            "K": int(k.group(1)) if k else None,
+            "P": int(p.group(1)) if p else None,
+            "device": device,
+            "ns": b["real_time"] * UNIT_NS[b.get("time_unit", "ns")],
+            "bytes_per_second": b.get("bytes_per_second"),
+            "ns_per_client_param": b.get("ns_per_client_param"),
+            "peak_extra_mb": b.get("peak_extra_mb"),
+            "flops": b.get("FLOPS", b.get("flops_per_second")),
+        })
+    errors = [b["name"] for b in data["benchmarks"] if b.get("error_occurred")]
+    return rows, errors, data.get("context", {})
+
+
+def fmt_time(ns):
+    if ns >= 1e9:
+        return f"{ns / 1e9:.2f} s"
+    if ns >= 1e6:
+        return f"{ns / 1e6:.1f} ms"
+    return f"{ns / 1e3:.0f} us"
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def main(out):
+    lines = ["# fedkit cost report", ""]
+    with open(os.path.join(out, "machine.txt")) as f:
+        lines += ["Machine: " + "; ".join(l.strip() for l in f if l.strip()), ""]
+
+    rows, errors, context = load_benchmarks(os.path.join(out, "aggregation.json"))
+    if context.get("library_build_type") == "debug":
+        lines += ["Google Benchmark here is Debian's debug build of the library (it says so); "
+                  "the timed code is ours, built with -c opt. Compare ratios within this run.", ""]
+    bounds = {(r["what"], r["K"], r["P"], r["device"]): r for r in rows if r["kind"] == "bound"}
+    aggs = [r for r in rows if r["kind"] == "aggregate"]
+    fedavg = {(r["K"], r["P"], r["device"]): r for r in aggs if r["what"] == "fedavg"}
+
+    lines += ["## Aggregation cost", "",
+              "One aggregation (Configure, K Accumulates, Finalize) of K client updates of P float32 "
+              "parameters. *bound* = the streaming bound (read every update once and accumulate it "
+              "into one P-sized sum); *of bound* = bound time / aggregator time (1.0 = at the "
+              "memory-bandwidth limit); *vs FedAvg* = aggregator time / FedAvg's time.", "",
+              "| aggregator | device | K | P | time | GB/s read | ns / client-param | of bound | vs FedAvg | peak extra MB |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in sorted(aggs, key=lambda r: (r["what"], r["device"], r["K"], r["P"])):
+        bound = bounds.get(("stream", r["K"], r["P"], r["device"]))
+        base = fedavg.get((r["K"], r["P"], r["device"]))
+        gbps = f"{r['bytes_per_second'] / 1e9:.2f}" if r["bytes_per_second"] else ""
+        npcp = f"{r['ns_per_client_param']:.3f}" if r["ns_per_client_param"] is not None else ""
+        of_bound = f"{bound['ns'] / r['ns']:.2f}" if bound else ""
+        vs = f"{r['ns'] / base['ns']:.2f}x" if base else ""
+        mem = f"{r['peak_extra_mb']:.0f}" if r["peak_extra_mb"] is not None else ""
+        lines.append(f"| {r['what']} | {r['device']} | {r['K']} | {r['P']:,} | {fmt_time(r['ns'])} | "
+                     f"{gbps} | {npcp} | {of_bound} | {vs} | {mem} |")
+    lines += ["", "Bounds:", "", "| bound | device | K | P | time | GB/s |", "| --- | --- | --- | --- | --- | --- |"]
+    for r in sorted((r for r in rows if r["kind"] == "bound"), key=lambda r: (r["what"], r["K"] or 0, r["P"] or 0)):
+        gbps = f"{r['bytes_per_second'] / 1e9:.2f}" if r["bytes_per_second"] else ""
+        lines.append(f"| {r['what']} | {r['device']} | {r['K'] or ''} | "
+                     f"{'{:,}'.format(r['P']) if r['P'] else ''} | {fmt_time(r['ns'])} | {gbps} |")
+    matmul = [r for r in rows if r["kind"] == "bound" and r["what"] == "matmul"]
+    for r in matmul:
+        if r["flops"]:
+            lines.append(f"\nMatmul roofline ({r['name']}): {r['flops'] / 1e9:.1f} GFLOP/s.")
+    if errors:
+        lines += ["", "Benchmarks that reported an error: " + ", ".join(errors)]
+
+    lines += ["", "## Simulation throughput", "",
+              "The FLUTE 'LR on MNIST' task on Fashion-MNIST (experiments/flute_lr.textproto: 1000 "
+              "clients, 10 per round, batch 10, lr 0.03, 1 local epoch), and the same with an MLP "
+              "784-200-200-10. *centralised* = the same number of optimiser steps of the same model "
+              "as one plain loop (tools/centralized_baseline); *ratio* = federated steps/s over "
+              "centralised steps/s.", "",
+              "| task | rounds | wall | rounds/s | peak RSS | local steps | federated steps/s | centralised steps/s | ratio |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name in ["flute_lr", "flute_mlp"]:
+        summary_path = os.path.join(out, name, "summary.json")
+        if not os.path.exists(summary_path):
+            continue
+        s = read_json(summary_path)
+        c = read_json(os.path.join(out, name + ".centralized.json"))
+        fed = s["local_steps"] / s["wall_seconds"]
+        lines.append(f"| {name} | {s['rounds']} | {s['wall_seconds']:.2f} s | {s['rounds'] / s['wall_seconds']:.1f} | "
+                     f"{s['peak_rss_mb']:.0f} MB | {s['local_steps']} | {fed:.0f} | "
+                     f"{c['steps_per_second']:.0f} | {fed / c['steps_per_second']:.2f} |")
+    lines += ["", "Published elsewhere for the LR task, on other hardware: Flower 1.0 30 min 14 s, "
+              "FLUTE 3 min 20 s (CPU).", "",
+              "## Scale: registered clients", "",
+              "The FLUTE LR task with 100 clients per round for 5 rounds; only the number of "
+              "registered clients changes.", "",
+              "| registered clients | peak RSS | wall |", "| --- | --- | --- |"]
+    for clients in [1000, 10000]:
+        path = os.path.join(out, f"scale_{clients}", "summary.json")
+        if os.path.exists(path):
+            s = read_json(path)
+            lines.append(f"| {clients:,} | {s['peak_rss_mb']:.0f} MB | {s['wall_seconds']:.2f} s |")
+
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not importable: no plot (apt-get install python3-matplotlib)")
+        return
+    for k in sorted({r["K"] for r in aggs}):
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for what in sorted({r["what"] for r in aggs}):
+            pts = sorted((r["P"], r["ns"] / 1e6) for r in aggs if r["what"] == what and r["K"] == k and r["device"] == "cpu")
+            if pts:
+                ax.loglog([p for p, _ in pts], [t for _, t in pts], marker="o", label=what)
+        pts = sorted((key[2], r["ns"] / 1e6) for key, r in bounds.items() if key[0] == "stream" and key[1] == k and key[3] == "cpu")
+        if pts:
+            ax.loglog([p for p, _ in pts], [t for _, t in pts], "k--", label="streaming bound")
+        ax.set_xlabel("parameters P")
+        ax.set_ylabel("time per aggregation (ms)")
+        ax.set_title(f"Aggregation time, K = {k} clients, CPU")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, f"aggregation_time_K{k}.png"), dpi=120)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
