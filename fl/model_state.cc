@@ -1,5 +1,7 @@
 #include "fl/model_state.h"
 
+#include <cmath>
+
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
 
@@ -115,6 +117,38 @@ void ModelState::Scale(double alpha) {
   }
 }
 
+ModelState ModelState::Scaled(double alpha) const {
+  std::vector<Entry> entries;
+  entries.reserve(entries_.size());
+  for (const Entry& e : entries_) {
+    entries.push_back({e.name,
+                       at::isFloatingType(e.tensor.scalar_type())
+                           ? at::mul(e.tensor, alpha)
+                           : at::round(e.tensor.to(at::kDouble) * alpha).to(e.tensor.scalar_type()),
+                       e.is_buffer});
+  }
+  return ModelState(std::move(entries));
+}
+
+ModelState ModelState::Sum(const ModelState& a, double alpha, double buffer_alpha,
+                           const ModelState& b) {
+  CHECK_EQ(a.entries_.size(), b.entries_.size());
+  std::vector<Entry> entries;
+  entries.reserve(a.entries_.size());
+  for (size_t i = 0; i < a.entries_.size(); ++i) {
+    const Entry& x = a.entries_[i];
+    const double scale = x.is_buffer ? buffer_alpha : alpha;
+    const at::Tensor& y = b.entries_[i].tensor;
+    entries.push_back(
+        {x.name,
+         at::isFloatingType(x.tensor.scalar_type())
+             ? at::add(x.tensor, y, scale)
+             : at::round(x.tensor.to(at::kDouble) + scale * y.to(at::kDouble)).to(x.tensor.scalar_type()),
+         x.is_buffer});
+  }
+  return ModelState(std::move(entries));
+}
+
 ModelState ModelState::Difference(const ModelState& a, const ModelState& b) {
   CHECK_EQ(a.entries_.size(), b.entries_.size());
   std::vector<Entry> entries;
@@ -165,7 +199,11 @@ double ModelState::SquaredNorm() const { return Dot(*this); }
 
 bool ModelState::AllFinite() const {
   for (const Entry& e : entries_) {
-    if (at::isFloatingType(e.tensor.scalar_type()) && !at::isfinite(e.tensor).all().item<bool>()) {
+    // One reduction instead of an element-wise isfinite: a NaN or an infinity makes
+    // the sum non-finite. (So does a float sum past 3.4e38, which only an update
+    // that would wreck the model anyway can reach.)
+    if (at::isFloatingType(e.tensor.scalar_type()) &&
+        !std::isfinite(e.tensor.sum().item<double>())) {
       return false;
     }
   }

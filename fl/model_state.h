@@ -68,6 +68,11 @@ class ModelState {
   void Axpy(double parameter_alpha, double buffer_alpha, const ModelState& x);
   // this *= alpha, in place.
   void Scale(double alpha);
+  // alpha * this, as a new state in one pass.
+  ModelState Scaled(double alpha) const;
+  // a + alpha * b over parameters and a + buffer_alpha * b over buffers, as a new
+  // state in one pass (no copy of a first). Integer tensors are rounded.
+  static ModelState Sum(const ModelState& a, double alpha, double buffer_alpha, const ModelState& b);
   // a - b, entry by entry.
   static ModelState Difference(const ModelState& a, const ModelState& b);
 
@@ -75,7 +80,8 @@ class ModelState {
   double Dot(const ModelState& other) const;
   double SquaredNorm() const;
 
-  // False if any floating entry holds a NaN or an infinity.
+  // False if any floating entry holds a NaN or an infinity (or sums past the
+  // float range).
   bool AllFinite() const;
 
   int64_t NumElements() const;

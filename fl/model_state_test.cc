@@ -266,6 +266,20 @@ TEST(ModelStateTest, DifferenceFromModuleSubtractsTheBaseAndLeavesTheModuleAlone
                  at::tensor({1.0f, 2.0f, 3.0f, 4.0f}).reshape({2, 2}));
 }
 
+TEST(ModelStateTest, ScaledAndSumMakeNewStates) {
+  ModelState a = SmallState({5, 1}, {2}, 9);
+  ModelState b = SmallState({2, 3}, {0.5f}, 4);
+  ModelState s = a.Scaled(0.5);
+  ExpectTensorEq(s.tensor(0), Floats({2.5f, 0.5f}));
+  ExpectTensorEq(s.tensor(2), Longs({4}));  // 4.5 rounds to even
+  // Parameters (w, b) get alpha 2, the buffer n 10: w (9, 7), b 2 + 1 = 3, n 9 + 40 = 49.
+  ModelState sum = ModelState::Sum(a, 2.0, 10.0, b);
+  ExpectTensorEq(sum.tensor(0), Floats({9, 7}));
+  ExpectTensorEq(sum.tensor(1), Floats({3}));
+  ExpectTensorEq(sum.tensor(2), Longs({49}));
+  ExpectTensorEq(a.tensor(0), Floats({5, 1}));  // inputs untouched
+}
+
 TEST(ModelStateTest, Difference) {
   ModelState a = SmallState({5, 1}, {2}, 9);
   ModelState b = SmallState({2, 3}, {0.5f}, 4);

@@ -65,7 +65,10 @@ absl::StatusOr<Server::RoundOutcome> Server::RunRound(int round, ModelState& glo
   context_.evaluation_model.reset();
   FL_ASSIGN_OR_RETURN(RoundPlan plan, aggregator_->Configure(global, context_));
 
-  // Workers fill the slots in any order; this thread consumes them in cohort order.
+  // With several workers, they fill the slots in any order and this thread consumes
+  // them in cohort order. With one, this thread trains each client itself: no
+  // thread (and no OpenMP team for a new thread) is created per round.
+  const int num_workers = std::max(1, std::min<int>(config_.workers, cohort.size()));
   std::vector<std::optional<absl::StatusOr<ClientUpdate>>> slots(cohort.size());
   absl::Mutex mutex;
   std::atomic<size_t> next{0};
@@ -77,8 +80,9 @@ absl::StatusOr<Server::RoundOutcome> Server::RunRound(int round, ModelState& glo
     }
   };
   std::vector<std::thread> workers;
-  const int num_workers = std::max(1, std::min<int>(config_.workers, cohort.size()));
-  for (int w = 0; w < num_workers; ++w) workers.emplace_back(work);
+  if (num_workers > 1) {
+    for (int w = 0; w < num_workers; ++w) workers.emplace_back(work);
+  }
 
   RoundOutcome outcome;
   const int64_t bytes_down_each = global.NumBytes() + NumBytes(plan.broadcast);
@@ -87,7 +91,9 @@ absl::StatusOr<Server::RoundOutcome> Server::RunRound(int round, ModelState& glo
   absl::Status first_error;
   for (size_t i = 0; i < cohort.size(); ++i) {
     absl::StatusOr<ClientUpdate> update;
-    {
+    if (num_workers == 1) {
+      update = clients_[cohort[i]]->Train(global, plan, round);
+    } else {
       absl::MutexLock lock(&mutex);
       mutex.Await(absl::Condition(
           +[](std::optional<absl::StatusOr<ClientUpdate>>* slot) { return slot->has_value(); },

@@ -10,10 +10,8 @@ absl::Status MeanDeltaAggregator::Accumulate(fl::ClientUpdate update, fl::Server
 
 absl::StatusOr<fl::ModelState> MeanDeltaAggregator::Finalize(const fl::ModelState& global,
                                                              fl::ServerContext& context) {
-  FL_ASSIGN_OR_RETURN(fl::ModelState mean_delta, mean_.Mean());
+  FL_ASSIGN_OR_RETURN(fl::ModelState next, mean_.StepFrom(global, server_lr_));
   mean_.Reset();
-  fl::ModelState next = global.Clone();
-  next.Axpy(server_lr_, 1.0, mean_delta);
   return next;
 }
 

@@ -10,11 +10,11 @@ absl::Status WeightedMean::Add(const fl::ModelState& delta, double weight) {
     return absl::InvalidArgumentError(absl::StrCat("weight must be > 0, got ", weight));
   }
   if (!sum_.has_value()) {
-    sum_ = delta.ZerosLike();
+    sum_ = delta.Scaled(weight);
   } else {
     FL_RETURN_IF_ERROR(sum_->CheckSameLayout(delta));
+    sum_->Axpy(weight, delta);
   }
-  sum_->Axpy(weight, delta);
   total_weight_ += weight;
   ++count_;
   return absl::OkStatus();
@@ -25,6 +25,13 @@ absl::StatusOr<fl::ModelState> WeightedMean::Mean() const {
   fl::ModelState mean = sum_->Clone();
   mean.Scale(1.0 / total_weight_);
   return mean;
+}
+
+absl::StatusOr<fl::ModelState> WeightedMean::StepFrom(const fl::ModelState& global,
+                                                      double server_lr) const {
+  if (!sum_.has_value()) return absl::FailedPreconditionError("no update accumulated this round");
+  FL_RETURN_IF_ERROR(global.CheckSameLayout(*sum_));
+  return fl::ModelState::Sum(global, server_lr / total_weight_, 1.0 / total_weight_, *sum_);
 }
 
 void WeightedMean::Reset() {

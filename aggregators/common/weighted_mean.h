@@ -27,6 +27,10 @@ class WeightedMean {
 
   // FailedPrecondition when nothing was added.
   absl::StatusOr<fl::ModelState> Mean() const;
+  // global + server_lr * Mean() over parameters, global + Mean() over buffers (the
+  // clients' weighted mean values): FedAvg's step, in one pass over the sums.
+  // FailedPrecondition when nothing was added.
+  absl::StatusOr<fl::ModelState> StepFrom(const fl::ModelState& global, double server_lr) const;
 
   void Reset();
 

@@ -27,6 +27,24 @@ TEST(WeightedMeanTest, LayoutMismatchIsRejectedAndNotAdded) {
   EXPECT_TRUE(mean.Mean()->tensor(0).allclose(at::tensor({1.0f, 1.0f})));
 }
 
+TEST(WeightedMeanTest, StepFromScalesParametersButNotBuffers) {
+  // Mean delta over (w, buffer) = (1 * (4, 8) + 3 * (0, 0)) / 4 = (1, 2);
+  // global (10, 10) + 0.5 * 1 for w, + 2 for the buffer.
+  auto state = [](float w, float b) {
+    return fl::ModelState({{"w", at::tensor({w}), false}, {"b", at::tensor({b}), true}});
+  };
+  WeightedMean mean;
+  ASSERT_TRUE(mean.Add(state(4, 8), 1).ok());
+  ASSERT_TRUE(mean.Add(state(0, 0), 3).ok());
+  auto next = mean.StepFrom(state(10, 10), 0.5);
+  ASSERT_TRUE(next.ok());
+  EXPECT_FLOAT_EQ(next->tensor(0).item<float>(), 10.5f);
+  EXPECT_FLOAT_EQ(next->tensor(1).item<float>(), 12.0f);
+  EXPECT_FALSE(mean.StepFrom(State({1, 2, 3}), 1.0).ok());
+  EXPECT_EQ(WeightedMean().StepFrom(state(0, 0), 1.0).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
 TEST(WeightedMeanTest, NonPositiveWeightIsRejected) {
   WeightedMean mean;
   EXPECT_EQ(mean.Add(State({1}), 0).message(), "weight must be > 0, got 0");
