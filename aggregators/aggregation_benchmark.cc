@@ -28,10 +28,10 @@
 //
 // --max_params=N leaves out shapes with P > N (a quick run: --max_params=100000).
 // Every Google Benchmark flag works as usual; the output on stdout is Google
-// Benchmark's alone, so --benchmark_format=json stays parseable. A full CPU run reads
-// about 2 GB of updates per row (at least 2 rounds) and takes a few minutes on 2 cores,
-// most of it building the K = 100, P = 11M inputs (4.4 GB, 8.8 GB with SCAFFOLD's
-// control variates: the machine needs about 14 GB free for that shape).
+// Benchmark's alone, so --benchmark_format=json stays parseable. Each row times about
+// 2 GB of updates (at least 2 rounds); a full CPU run (62 rows) took 70 s on the 2-core
+// development machine, half of it on the K = 100, P = 11M shape, whose inputs are
+// 4.4 GB (8.8 GB with SCAFFOLD's control variates: the run peaks at about 9 GB RSS).
 
 #include <malloc.h>
 

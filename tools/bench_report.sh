@@ -26,7 +26,7 @@ rounds=100
 echo "== aggregation cost (Google Benchmark)"
 bench_args=(--benchmark_format=json --benchmark_out="$out/aggregation.json" --benchmark_out_format=json)
 [[ $quick -eq 1 ]] && bench_args+=(--max_params=1600000)
-aggregators/aggregation_cost_benchmark "${bench_args[@]}" > /dev/null
+aggregators/aggregation_benchmark "${bench_args[@]}" > /dev/null
 
 # simulate NAME SET: a federated run of the FLUTE task with SET merged in, then the
 # same number of optimiser steps as one centralised loop.
