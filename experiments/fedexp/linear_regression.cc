@@ -160,7 +160,9 @@ int main(int argc, char** argv) {
   std::string md = absl::StrFormat(
       "# FedExP vs FedAvg: over-parameterised linear regression\n\n"
       "d = %d, %d clients x %d samples, tau = %d local GD steps of size %g, full participation, "
-      "seed %d. Squared relative distance ||w - w*||^2 / ||w*||^2 to the minimum-norm solution.\n\n"
+      "seed %d. Squared relative distance ||w - w*||^2 / ||w*||^2 to the minimum-norm solution.\n"
+      "Made by: bazel run -c opt //experiments/fedexp:linear_regression -- "
+      "--output_dir=$PWD/experiments/fedexp/results/linear_regression\n\n"
       "| method | rounds to 1e-1 | rounds to 1e-2 | rounds to 1e-3 | after %d rounds |\n"
       "| --- | --- | --- | --- | --- |\n",
       absl::GetFlag(FLAGS_dims), absl::GetFlag(FLAGS_clients), absl::GetFlag(FLAGS_samples_per_client),
