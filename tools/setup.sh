@@ -43,8 +43,12 @@ blas_alt=libblas.so.3-$(gcc -print-multiarch)
 if update-alternatives --query "$blas_alt" >/dev/null 2>&1; then
   current=$(update-alternatives --query "$blas_alt" | awk '/^Value:/ {print $2}')
   if [[ "$current" != *openblas* ]]; then
-    best=$(update-alternatives --list "$blas_alt" | grep openblas | head -n 1)
-    echo "setup: pointing $blas_alt at $best"
-    update-alternatives --set "$blas_alt" "$best"
+    best=$(update-alternatives --list "$blas_alt" | grep openblas | head -n 1 || true)
+    if [[ -n "$best" ]]; then
+      echo "setup: pointing $blas_alt at $best"
+      update-alternatives --set "$blas_alt" "$best"
+    else
+      echo "setup: warning: no OpenBLAS alternative for $blas_alt; LibTorch may use reference BLAS" >&2
+    fi
   fi
 fi
