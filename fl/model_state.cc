@@ -58,13 +58,6 @@ ModelState ModelState::ZerosLike() const {
   return ModelState(std::move(entries));
 }
 
-ModelState ModelState::To(const at::Device& device) const {
-  std::vector<Entry> entries;
-  entries.reserve(entries_.size());
-  for (const Entry& e : entries_) entries.push_back({e.name, e.tensor.to(device), e.is_buffer});
-  return ModelState(std::move(entries));
-}
-
 absl::Status ModelState::CheckSameLayout(const ModelState& other) const {
   if (entries_.size() != other.entries_.size()) {
     return absl::InvalidArgumentError(absl::StrCat("expected ", entries_.size(),

@@ -55,7 +55,6 @@ class ModelState {
   ModelState Clone() const;
   // Same names, shapes and dtypes, all zeros.
   ModelState ZerosLike() const;
-  ModelState To(const at::Device& device) const;
 
   // OK when `other` has the same names, shapes, dtypes and buffer flags in the
   // same order.
