@@ -522,6 +522,27 @@ void BenchAggregate(benchmark::State& state, const std::string& name, int k, int
   state.counters["state_mb"] = state_bytes / 1048576.0;
 }
 
+// Runs `pass` once untimed, then once per iteration, timing each; `keep` keeps its
+// result alive. Sets the throughput counters unless a pass fails.
+template <typename Pass, typename Keep>
+void TimePasses(benchmark::State& state, const char* name, int k, int64_t p, Pass pass, Keep keep) {
+  absl::Status status = pass();  // warm-up
+  if (!status.ok()) return Skip(state, name, status);
+  double elapsed_ns = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    status = pass();
+    elapsed_ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start)
+                      .count();
+    if (!status.ok()) {
+      Skip(state, name, status);
+      break;
+    }
+    keep();
+  }
+  if (status.ok()) SetThroughput(state, k, p, elapsed_ns);
+}
+
 // Reads every element of every update once: the floor for any method that looks at
 // all of them.
 void BenchRead(benchmark::State& state, int k, int64_t p, const at::Device& device) {
@@ -538,21 +559,7 @@ void BenchRead(benchmark::State& state, int k, int64_t p, const at::Device& devi
       return absl::OkStatus();
     });
   };
-  absl::Status status = pass();  // warm-up
-  if (!status.ok()) return Skip(state, "bound/read", status);
-  double elapsed_ns = 0;
-  for (auto _ : state) {
-    const auto start = std::chrono::steady_clock::now();
-    status = pass();
-    elapsed_ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start)
-                      .count();
-    if (!status.ok()) {
-      Skip(state, "bound/read", status);
-      break;
-    }
-    benchmark::DoNotOptimize(total);
-  }
-  if (status.ok()) SetThroughput(state, k, p, elapsed_ns);
+  TimePasses(state, "bound/read", k, p, pass, [&] { benchmark::DoNotOptimize(total); });
 }
 
 // A size-weighted mean of updates that arrive one at a time, done as cheaply as
@@ -587,21 +594,8 @@ void BenchStream(benchmark::State& state, int k, int64_t p, const at::Device& de
       return absl::OkStatus();
     });
   };
-  absl::Status status = pass();  // warm-up
-  if (!status.ok()) return Skip(state, "bound/stream", status);
-  double elapsed_ns = 0;
-  for (auto _ : state) {
-    const auto start = std::chrono::steady_clock::now();
-    status = pass();
-    elapsed_ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start)
-                      .count();
-    if (!status.ok()) {
-      Skip(state, "bound/stream", status);
-      break;
-    }
-    benchmark::DoNotOptimize(next.tensor(0).data_ptr());
-  }
-  if (status.ok()) SetThroughput(state, k, p, elapsed_ns);
+  TimePasses(state, "bound/stream", k, p, pass,
+             [&] { benchmark::DoNotOptimize(next.tensor(0).data_ptr()); });
 }
 
 // C = A B for n x n float32 matrices: the compute roofline for aggregators that do
