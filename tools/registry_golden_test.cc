@@ -42,6 +42,7 @@ TEST(RegistryGoldenTest, Aggregators) {
 
 TEST(RegistryGoldenTest, ClientHooks) {
   EXPECT_THAT(fl::Registry<fl::ClientHook>::Global().Names(), ElementsAre(
+                                                                  "fedexp",
                                                                   "fedprox",
                                                                   "scaffold"));
 }

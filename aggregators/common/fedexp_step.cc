@@ -9,8 +9,8 @@
 
 namespace aggregators {
 
-void SquaredNormMean::Add(const fl::ModelState& delta, double weight) {
-  weighted_sum_ += weight * delta.SquaredNorm();
+void SquaredNormMean::Add(double squared_norm, double weight) {
+  weighted_sum_ += weight * squared_norm;
   total_weight_ += weight;
 }
 

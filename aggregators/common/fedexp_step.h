@@ -40,7 +40,8 @@ absl::StatusOr<FedExpStepConfig> FedExpStepConfigFromOptions(
 // Running sum_i p_i ||Delta_i||^2 over parameters, in float64.
 class SquaredNormMean {
  public:
-  void Add(const fl::ModelState& delta, double weight);
+  void Add(const fl::ModelState& delta, double weight) { Add(delta.SquaredNorm(), weight); }
+  void Add(double squared_norm, double weight);
   // sum_i p_i ||Delta_i||^2 / sum_i p_i; 0 when empty.
   double Mean() const { return total_weight_ > 0 ? weighted_sum_ / total_weight_ : 0.0; }
   void Reset() { weighted_sum_ = total_weight_ = 0.0; }

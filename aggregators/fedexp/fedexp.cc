@@ -16,6 +16,10 @@
 // written to metrics.csv every evaluated round (eta_g, fedexp_epsilon,
 // fedexp_mean_sq_norm, fedexp_mean_update_sq_norm).
 //
+// Each client sends ||Delta_i||^2 (over parameters, float64) as the extra
+// "fedexp/sq_norm", computed by the "fedexp" client hook this aggregator plans, so
+// the server reads one scalar per client instead of a second pass over its update.
+//
 // FedProx(ExP) is this aggregator with the "fedprox" client hook in client.hooks;
 // SCAFFOLD(ExP) is SCAFFOLD with its `extrapolation` option.
 //
@@ -26,24 +30,64 @@
 
 #include <memory>
 
+#include <ATen/ATen.h>
+
+#include "absl/strings/str_cat.h"
 #include "aggregators/common/fedexp_step.h"
 #include "aggregators/common/weighted_mean.h"
 #include "aggregators/fedexp/fedexp_options.pb.h"
 #include "fl/aggregator.h"
+#include "fl/client_hook.h"
 #include "fl/registry.h"
 #include "fl/status_macros.h"
 
 namespace aggregators {
 namespace {
 
+constexpr char kSquaredNorm[] = "fedexp/sq_norm";
+
+class FedExpHook : public fl::ClientHook {
+ public:
+  absl::Status AfterTraining(fl::HookContext& context, fl::ClientUpdate& update) override {
+    update.extras[kSquaredNorm] = fl::ModelState(
+        {{"sq_norm", at::scalar_tensor(update.delta.SquaredNorm(), at::kDouble), false}});
+    return absl::OkStatus();
+  }
+};
+
+absl::StatusOr<std::unique_ptr<fl::ClientHook>> CreateFedExpHook(
+    const fedkit::aggregators::FedExpHookOptions&, const fl::ClientHook::CreateArgs&) {
+  return std::make_unique<FedExpHook>();
+}
+
+FL_REGISTER_PLUGIN(fl::ClientHook, "fedexp", fedkit::aggregators::FedExpHookOptions,
+                   CreateFedExpHook);
+
 class FedExp : public fl::Aggregator {
  public:
-  explicit FedExp(FedExpStepConfig config) : config_(config) {}
+  explicit FedExp(FedExpStepConfig config) : config_(config) {
+    hook_.name = "fedexp";
+    hook_.options.PackFrom(fedkit::aggregators::FedExpHookOptions());
+  }
+
+  absl::StatusOr<fl::RoundPlan> Configure(const fl::ModelState& global,
+                                          fl::ServerContext& context) override {
+    fl::RoundPlan plan;
+    plan.hooks.push_back(hook_);
+    return plan;
+  }
 
   absl::Status Accumulate(fl::ClientUpdate update, fl::ServerContext& context) override {
+    auto it = update.extras.find(kSquaredNorm);
+    if (it == update.extras.end() || it->second.size() != 1 || it->second.tensor(0).numel() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "update has no scalar extra \"", kSquaredNorm,
+          "\" (the \"fedexp\" client hook sends it); rejected"));
+    }
+    const double squared_norm = it->second.tensor(0).item<double>();
     const double weight = WeightOf(update, ClientWeighting::kNumExamples);
     FL_RETURN_IF_ERROR(mean_.Add(update.delta, weight));
-    norms_.Add(update.delta, weight);
+    norms_.Add(squared_norm, weight);
     return absl::OkStatus();
   }
 
@@ -59,6 +103,7 @@ class FedExp : public fl::Aggregator {
 
  private:
   FedExpStepConfig config_;
+  fl::HookRequest hook_;
   WeightedMean mean_;
   SquaredNormMean norms_;
 };

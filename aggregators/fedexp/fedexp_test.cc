@@ -3,6 +3,7 @@
 #include "aggregators/fedavg/fedavg_options.pb.h"
 #include "aggregators/fedexp/fedexp_options.pb.h"
 #include "fl/aggregator.h"
+#include "fl/client_hook.h"
 #include "fl/registry.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -29,11 +30,15 @@ Options Epsilon(double epsilon, Options::EpsilonForm form = Options::CODE) {
   return options;
 }
 
+// An update as a client running the "fedexp" hook sends it.
 fl::ClientUpdate Update(std::vector<float> delta, int64_t n, float buffer = 0) {
   fl::ClientUpdate update;
   update.delta = fl::ModelState({{"w", at::tensor(delta), false},
                                  {"running_mean", at::tensor({buffer}), true}});
   update.num_examples = n;
+  auto hook = fl::Registry<fl::ClientHook>::Global().Create("fedexp", google::protobuf::Any());
+  fl::HookContext context;
+  EXPECT_TRUE(hook.ok() && (*hook)->AfterTraining(context, update).ok());
   return update;
 }
 
@@ -141,6 +146,29 @@ TEST(FedExpTest, EpsilonDecaysWithTheRound) {
   context.round = 10;
   Round(*fedexp, Zero(4), Orthogonal(), context);
   EXPECT_NEAR(context.diagnostics.at("fedexp_epsilon"), 0.1 * std::pow(0.998, 20), 1e-15);
+}
+
+TEST(FedExpTest, HookSendsTheSquaredNormOverParametersOnly) {
+  // ||(3, 4)||^2 = 25; the buffer (9) is not counted.
+  fl::ClientUpdate update = Update({3, 4}, 1, 9.0f);
+  const fl::ModelState& extra = update.extras.at("fedexp/sq_norm");
+  ASSERT_EQ(extra.size(), 1);
+  EXPECT_EQ(extra.tensor(0).scalar_type(), at::kDouble);
+  EXPECT_DOUBLE_EQ(extra.tensor(0).item<double>(), 25.0);
+}
+
+TEST(FedExpTest, PlansItsHookAndRejectsUpdatesWithoutTheNorm) {
+  auto fedexp = Create("fedexp", Options());
+  fl::ServerContext context;
+  auto plan = fedexp->Configure(Zero(2), context);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(plan->hooks.size(), 1);
+  EXPECT_EQ(plan->hooks[0].name, "fedexp");
+  fl::ClientUpdate bare = Update({1, 1}, 1);
+  bare.extras.clear();
+  absl::Status status = fedexp->Accumulate(std::move(bare), context);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("fedexp/sq_norm"));
 }
 
 TEST(FedExpTest, InvalidOptionsAreReportedTogether) {

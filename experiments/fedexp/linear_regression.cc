@@ -31,6 +31,7 @@
 #include "aggregators/fedavg/fedavg_options.pb.h"
 #include "aggregators/fedexp/fedexp_options.pb.h"
 #include "fl/aggregator.h"
+#include "fl/client_hook.h"
 #include "fl/registry.h"
 
 ABSL_FLAG(std::string, output_dir, "results/fedexp_linear_regression", "Where results go.");
@@ -98,6 +99,11 @@ void RunRound(Method& m, const Problem& p, int round) {
   context.round = round;
   context.num_clients = static_cast<int>(p.x.size());
   const fl::ModelState global = State(m.w);
+  auto plan = m.aggregator->Configure(global, context);
+  if (!plan.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(plan.status().message()).c_str());
+    std::exit(1);
+  }
   for (size_t i = 0; i < p.x.size(); ++i) {
     at::Tensor local = m.w.clone();
     for (int s = 0; s < absl::GetFlag(FLAGS_local_steps); ++s) {
@@ -107,6 +113,19 @@ void RunRound(Method& m, const Problem& p, int round) {
     update.client_id = static_cast<int64_t>(i);
     update.delta = State(local - m.w);
     update.num_examples = p.x[i].size(0);
+    // The planned client hooks' after-training work (FedExP's squared norm); these
+    // clients have no model object, which those hooks do not need.
+    for (const fl::HookRequest& request : plan->hooks) {
+      auto hook = fl::Registry<fl::ClientHook>::Global().Create(request.name, request.options);
+      fl::HookContext hook_context;
+      hook_context.client_id = static_cast<int64_t>(i);
+      hook_context.round = round;
+      hook_context.global = &global;
+      if (!hook.ok() || !(*hook)->AfterTraining(hook_context, update).ok()) {
+        std::fprintf(stderr, "client hook %s failed\n", request.name.c_str());
+        std::exit(1);
+      }
+    }
     if (auto status = m.aggregator->Accumulate(std::move(update), context); !status.ok()) {
       std::fprintf(stderr, "%s\n", std::string(status.message()).c_str());
       std::exit(1);
