@@ -46,6 +46,9 @@ struct HookContext {
   // The local learning rate in force this round (after any per-round decay), for
   // methods whose client-side update divides by it (SCAFFOLD's option II).
   double learning_rate = 0.0;
+  // The client's local minibatch size (client.batch_size), for hooks that run
+  // their own passes over data (Elastic's sensitivity, SCAFFOLD's option I).
+  int64_t batch_size = 0;
 };
 
 class ClientHook {

@@ -67,6 +67,7 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
     context.train_indices = &train_indices;
     context.seed = DeriveSeed(input.seed, SeedStream::kHook, {hooks.size()});
     context.learning_rate = lr;
+    context.batch_size = spec.batch_size();
     hooks.push_back({request->name, std::move(hook), context});
   }
   for (ActiveHook& h : hooks) {

@@ -30,6 +30,7 @@ TEST(RegistryGoldenTest, Models) {
 
 TEST(RegistryGoldenTest, Aggregators) {
   EXPECT_THAT(fl::Registry<fl::Aggregator>::Global().Names(), ElementsAre(
+                                                                  "elastic",
                                                                   "fedadagrad",
                                                                   "fedadam",
                                                                   "fedavg",
@@ -42,6 +43,7 @@ TEST(RegistryGoldenTest, Aggregators) {
 
 TEST(RegistryGoldenTest, ClientHooks) {
   EXPECT_THAT(fl::Registry<fl::ClientHook>::Global().Names(), ElementsAre(
+                                                                  "elastic",
                                                                   "fedexp",
                                                                   "fedprox",
                                                                   "scaffold"));

@@ -1,0 +1,584 @@
+// Elastic Aggregation (Chen, Hu, Tan, Wei, Wu, "Elastic Aggregation for Federated
+// Optimization", CVPR 2023, Algorithm 1). Each client measures how sensitive the
+// received global model is, parameter by parameter, on a held-out subset B_k of
+// its data: for every mini-batch b of B_k, g_b = grad_theta ||F(theta; x_b)||^2
+// (mean over the batch; no labels needed) and, element-wise,
+//   Omega_k <- mu * Omega_k + (1 - mu) * |g_b|,
+// an EMA each client keeps across rounds (option: from zeros every round, as
+// Algorithm 1 is printed). B_k is not trained on. The server
+// interpolates each parameter's step by its aggregated sensitivity:
+//   w_k = n_k / sum_j n_j,  Omega = sum_k w_k Omega_k,
+//   zeta = 1 + tau - Omega / max(Omega),
+//   theta <- theta + eta * zeta (.) sum_k w_k delta_k       (delta = local - global)
+// so sensitive parameters move less (zeta -> tau) and insensitive ones more
+// (zeta -> 1 + tau). With zeta = 1 and eta = 1 this is FedAvg.
+//
+// Elastic only replaces the final averaging, so it wraps a `base` aggregator
+// (FedAvg by default; FedProx, SCAFFOLD, ...): the base's client hooks and
+// broadcasts go out unchanged, its server state (SCAFFOLD's c) is updated by the
+// base, and Elastic rescales the base's parameter step by eta * zeta. Buffers
+// keep the base's values. Where the normaliser is 0 (no sensitivity measured,
+// e.g. clients too small to hold anything out), zeta = 1 there.
+//
+// Mode FLBENCH follows the public reproduction (FL-bench; METHODS.md 1.3-1.5):
+// one scalar per parameter tensor, ||grad CE(F(theta; x), y)||^2, normalised per
+// tensor by the largest client value. Every choice is also a separate option.
+//
+// Two plugins: the client hook "elastic" (sends the extra "elastic/omega") and the
+// aggregator "elastic", which requests the hook.
+//
+//   aggregator {
+//     name: "elastic"
+//     options {
+//       [type.googleapis.com/fedkit.aggregators.ElasticOptions] {
+//         mode: PAPER             # or FLBENCH
+//         tau: 0.5
+//         sensitivity { mu: 0.95 holdout_fraction: 0.3 }
+//         # base { name: "scaffold" }   # Elastic on top of SCAFFOLD
+//       }
+//     }
+//   }
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include "absl/strings/str_cat.h"
+#include "aggregators/elastic/elastic_options.pb.h"
+#include "fl/aggregator.h"
+#include "fl/client_hook.h"
+#include "fl/errors.h"
+#include "fl/model.h"
+#include "fl/registry.h"
+#include "fl/status_macros.h"
+
+namespace aggregators {
+namespace {
+
+using ::fedkit::aggregators::ElasticGranularity;
+using ::fedkit::aggregators::ElasticHookOptions;
+using ::fedkit::aggregators::ElasticMode;
+using ::fedkit::aggregators::ElasticNormalizer;
+using ::fedkit::aggregators::ElasticObjective;
+using ::fedkit::aggregators::ElasticOptions;
+
+constexpr char kName[] = "elastic";
+constexpr char kOmegaExtra[] = "elastic/omega";
+// Client state keys: kOmegaPrefix + parameter name, the EMA update count, and
+// the fixed B_k when it is not redrawn.
+constexpr char kOmegaPrefix[] = "omega/";
+constexpr char kUpdatesKey[] = "updates";
+constexpr char kHoldoutKey[] = "holdout";
+constexpr double kDefaultMu = 0.95;
+constexpr double kDefaultHoldoutFraction = 0.3;
+constexpr double kDefaultTau = 0.5;
+
+ElasticGranularity GranularityOf(ElasticMode mode, ElasticGranularity set) {
+  if (set != fedkit::aggregators::GRANULARITY_DEFAULT) return set;
+  return mode == fedkit::aggregators::FLBENCH ? fedkit::aggregators::TENSOR
+                                              : fedkit::aggregators::ELEMENT;
+}
+
+ElasticObjective ObjectiveOf(ElasticMode mode, ElasticObjective set) {
+  if (set != fedkit::aggregators::OBJECTIVE_DEFAULT) return set;
+  return mode == fedkit::aggregators::FLBENCH ? fedkit::aggregators::LABELED_CROSS_ENTROPY
+                                              : fedkit::aggregators::OUTPUT_NORM;
+}
+
+ElasticNormalizer NormalizerOf(ElasticMode mode, ElasticNormalizer set) {
+  if (set != fedkit::aggregators::NORMALIZER_DEFAULT) return set;
+  return mode == fedkit::aggregators::FLBENCH ? fedkit::aggregators::CLIENTS
+                                              : fedkit::aggregators::ALL_PARAMETERS;
+}
+
+// The hook's options with every default filled in.
+struct SensitivitySettings {
+  ElasticGranularity granularity = fedkit::aggregators::ELEMENT;
+  ElasticObjective objective = fedkit::aggregators::OUTPUT_NORM;
+  double mu = kDefaultMu;
+  // Exactly one is used: holdout_batches > 0, else holdout_fraction.
+  double holdout_fraction = kDefaultHoldoutFraction;
+  int64_t holdout_batches = 0;
+  bool redraw_each_round = true;
+  bool bias_correction = false;
+  int64_t batch_size = 0;  // 0: the client's batch size
+  bool keep_across_rounds = true;
+};
+
+// Validates `options`, naming fields under `path` (e.g. "options.sensitivity.").
+absl::StatusOr<SensitivitySettings> ResolveSensitivity(const ElasticHookOptions& options,
+                                                       const std::string& path) {
+  fl::ErrorList errors;
+  SensitivitySettings s;
+  if (!fedkit::aggregators::ElasticMode_IsValid(options.mode())) {
+    errors.Add(path + "mode", absl::StrCat("must be PAPER or FLBENCH, got ", options.mode()));
+  }
+  if (!fedkit::aggregators::ElasticGranularity_IsValid(options.granularity())) {
+    errors.Add(path + "granularity",
+               absl::StrCat("must be ELEMENT or TENSOR, got ", options.granularity()));
+  }
+  if (!fedkit::aggregators::ElasticObjective_IsValid(options.objective())) {
+    errors.Add(path + "objective", absl::StrCat("must be OUTPUT_NORM or LABELED_CROSS_ENTROPY, got ",
+                                                options.objective()));
+  }
+  s.granularity = GranularityOf(options.mode(), options.granularity());
+  s.objective = ObjectiveOf(options.mode(), options.objective());
+  if (options.has_mu()) {
+    s.mu = options.mu();
+    if (!(s.mu >= 0.0 && s.mu < 1.0)) {
+      errors.Add(path + "mu", absl::StrCat("must be in [0, 1), got ", s.mu));
+    }
+  }
+  switch (options.holdout_case()) {
+    case ElasticHookOptions::kHoldoutFraction:
+      s.holdout_fraction = options.holdout_fraction();
+      if (!(s.holdout_fraction > 0.0 && s.holdout_fraction < 1.0)) {
+        errors.Add(path + "holdout_fraction",
+                   absl::StrCat("must be in (0, 1), got ", s.holdout_fraction));
+      }
+      break;
+    case ElasticHookOptions::kHoldoutBatches:
+      s.holdout_batches = options.holdout_batches();
+      if (s.holdout_batches < 1) {
+        errors.Add(path + "holdout_batches",
+                   absl::StrCat("must be >= 1, got ", s.holdout_batches));
+      }
+      break;
+    case ElasticHookOptions::HOLDOUT_NOT_SET:
+      break;
+  }
+  if (options.has_redraw_each_round()) s.redraw_each_round = options.redraw_each_round();
+  s.bias_correction = options.bias_correction();
+  if (options.has_keep_across_rounds()) s.keep_across_rounds = options.keep_across_rounds();
+  if (options.has_sensitivity_batch_size()) {
+    s.batch_size = options.sensitivity_batch_size();
+    if (s.batch_size < 1) {
+      errors.Add(path + "sensitivity_batch_size",
+                 absl::StrCat("must be >= 1, got ", s.batch_size));
+    }
+  }
+  FL_RETURN_IF_ERROR(errors.ToStatus());
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// The client hook.
+
+class ElasticHook : public fl::ClientHook {
+ public:
+  explicit ElasticHook(SensitivitySettings settings) : settings_(settings) {}
+
+  absl::Status BeforeTraining(fl::HookContext& context) override {
+    try {
+      return BeforeTrainingUnguarded(context);
+    } catch (const c10::Error& e) {
+      return absl::InternalError(e.what_without_backtrace());
+    }
+  }
+
+  absl::Status AfterTraining(fl::HookContext& context, fl::ClientUpdate& update) override {
+    if (update.extras.count(kOmegaExtra)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "extra \"", kOmegaExtra, "\" is already set: is the \"elastic\" hook requested twice?"));
+    }
+    update.extras[kOmegaExtra] = std::move(omega_to_send_);
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status BeforeTrainingUnguarded(fl::HookContext& context) {
+    std::vector<std::string> names;
+    std::vector<at::Tensor> parameters;
+    for (const auto& item : context.model->named_parameters(/*recurse=*/true)) {
+      names.push_back(item.key());
+      parameters.push_back(item.value());
+    }
+    fl::TensorMap& state = *context.state;
+    const fl::TensorMap no_history;
+    FL_ASSIGN_OR_RETURN(
+        std::vector<at::Tensor> omega,
+        LoadOmega(names, parameters, settings_.keep_across_rounds ? state : no_history));
+    int64_t updates = 0;
+    if (auto it = state.find(kUpdatesKey); settings_.keep_across_rounds && it != state.end()) {
+      updates = it->second.item<int64_t>();
+    }
+
+    FL_ASSIGN_OR_RETURN(std::vector<int64_t> holdout, TakeHoldout(context));
+    const int64_t batch_size = settings_.batch_size > 0 ? settings_.batch_size : context.batch_size;
+    if (!holdout.empty() && batch_size < 1) {
+      return absl::FailedPreconditionError(
+          "no sensitivity batch size: set options.sensitivity_batch_size or client.batch_size");
+    }
+
+    fl::Model& model = *context.model;
+    const bool was_training = model.is_training();
+    model.eval();
+    at::AutoGradMode grad_mode(true);
+    const fl::Examples& examples = *context.examples;
+    const auto n = static_cast<int64_t>(holdout.size());
+    const at::Tensor all = n > 0 ? at::tensor(holdout, at::kLong).to(examples.x.device())
+                                 : at::Tensor();
+    for (int64_t begin = 0; begin < n; begin += batch_size) {
+      const at::Tensor batch = all.narrow(0, begin, std::min(batch_size, n - begin));
+      const at::Tensor logits = model.Forward(examples.x.index_select(0, batch));
+      const at::Tensor objective =
+          settings_.objective == fedkit::aggregators::OUTPUT_NORM
+              ? logits.pow(2).sum(1).mean()
+              : at::cross_entropy_loss(logits, examples.y.index_select(0, batch));
+      const std::vector<at::Tensor> grads = torch::autograd::grad(
+          {objective}, parameters, /*grad_outputs=*/{}, /*retain_graph=*/false,
+          /*create_graph=*/false, /*allow_unused=*/true);
+      at::NoGradGuard no_grad;
+      for (size_t l = 0; l < grads.size(); ++l) {
+        // An unused parameter has zero gradient.
+        if (!grads[l].defined()) {
+          omega[l].mul_(settings_.mu);
+          continue;
+        }
+        const at::Tensor s = settings_.granularity == fedkit::aggregators::ELEMENT
+                                 ? grads[l].abs()
+                                 : grads[l].pow(2).sum();
+        omega[l].mul_(settings_.mu).add_(s, 1.0 - settings_.mu);
+      }
+      ++updates;
+    }
+    model.train(was_training);
+
+    std::vector<fl::ModelState::Entry> sent;
+    const double correction =
+        settings_.bias_correction && updates > 0 ? 1.0 - std::pow(settings_.mu, updates) : 1.0;
+    for (size_t l = 0; l < names.size(); ++l) {
+      if (settings_.keep_across_rounds) state[kOmegaPrefix + names[l]] = omega[l];
+      sent.push_back({names[l], correction != 1.0 ? omega[l] / correction : omega[l].clone(),
+                      /*is_buffer=*/false});
+    }
+    if (settings_.keep_across_rounds) state[kUpdatesKey] = at::scalar_tensor(updates, at::kLong);
+    omega_to_send_ = fl::ModelState(std::move(sent));
+    return absl::OkStatus();
+  }
+
+  // This client's EMA so far (zeros on its first participation).
+  absl::StatusOr<std::vector<at::Tensor>> LoadOmega(const std::vector<std::string>& names,
+                                                    const std::vector<at::Tensor>& parameters,
+                                                    const fl::TensorMap& state) const {
+    std::vector<at::Tensor> omega;
+    for (size_t l = 0; l < names.size(); ++l) {
+      const at::Tensor& p = parameters[l];
+      const at::Tensor fresh = settings_.granularity == fedkit::aggregators::ELEMENT
+                                   ? at::zeros_like(p, at::MemoryFormat::Contiguous)
+                                   : at::zeros({}, p.options());
+      auto it = state.find(kOmegaPrefix + names[l]);
+      if (it == state.end()) {
+        omega.push_back(fresh);
+        continue;
+      }
+      if (!it->second.sizes().equals(fresh.sizes())) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "client state: sensitivity of \"", names[l], "\" has shape ",
+            c10::str(it->second.sizes()), ", expected ", c10::str(fresh.sizes())));
+      }
+      omega.push_back(it->second.to(p.device(), p.scalar_type()).detach());
+    }
+    return omega;
+  }
+
+  // Removes B_k from the client's training indices and returns it.
+  absl::StatusOr<std::vector<int64_t>> TakeHoldout(fl::HookContext& context) {
+    std::vector<int64_t>& train = *context.train_indices;
+    if (!settings_.redraw_each_round) {
+      if (auto it = context.state->find(kHoldoutKey); it != context.state->end()) {
+        const at::Tensor kept = it->second.contiguous();
+        std::vector<int64_t> holdout(kept.data_ptr<int64_t>(),
+                                     kept.data_ptr<int64_t>() + kept.numel());
+        std::vector<int64_t> sorted = holdout;
+        std::sort(sorted.begin(), sorted.end());
+        std::vector<int64_t> rest;
+        for (int64_t i : train) {
+          if (!std::binary_search(sorted.begin(), sorted.end(), i)) rest.push_back(i);
+        }
+        if (rest.size() + holdout.size() != train.size()) {
+          return absl::FailedPreconditionError(
+              "client state: the stored held-out subset is not part of this client's data");
+        }
+        train = std::move(rest);
+        return holdout;
+      }
+    }
+    const auto n = static_cast<int64_t>(train.size());
+    int64_t size = 0;
+    if (n >= 2) {
+      size = settings_.holdout_batches > 0
+                 ? settings_.holdout_batches *
+                       (settings_.batch_size > 0 ? settings_.batch_size : context.batch_size)
+                 : std::llround(settings_.holdout_fraction * static_cast<double>(n));
+      size = std::clamp<int64_t>(size, 1, n - 1);
+    }
+    std::vector<int64_t> shuffled = train;
+    std::mt19937_64 rng(context.seed);
+    std::shuffle(shuffled.begin(), shuffled.end(), rng);
+    std::vector<int64_t> holdout(shuffled.begin(), shuffled.begin() + size);
+    train.assign(shuffled.begin() + size, shuffled.end());
+    if (!settings_.redraw_each_round) {
+      (*context.state)[kHoldoutKey] = at::tensor(holdout, at::kLong);
+    }
+    return holdout;
+  }
+
+  const SensitivitySettings settings_;
+  fl::ModelState omega_to_send_;
+};
+
+absl::StatusOr<std::unique_ptr<fl::ClientHook>> CreateElasticHook(
+    const ElasticHookOptions& options, const fl::ClientHook::CreateArgs&) {
+  FL_ASSIGN_OR_RETURN(SensitivitySettings settings, ResolveSensitivity(options, "options."));
+  return std::make_unique<ElasticHook>(settings);
+}
+
+// ---------------------------------------------------------------------------
+// The aggregator.
+
+struct ZetaStats {
+  double sum = 0.0;
+  int64_t count = 0;
+  double min = std::numeric_limits<double>::infinity();
+  double max = -std::numeric_limits<double>::infinity();
+
+  void Add(const at::Tensor& zeta, int64_t elements) {
+    const at::Tensor z = zeta.to(at::kDouble);
+    sum += z.sum().item<double>() * static_cast<double>(elements / z.numel());
+    count += elements;
+    min = std::min(min, z.min().item<double>());
+    max = std::max(max, z.max().item<double>());
+  }
+};
+
+class Elastic : public fl::Aggregator {
+ public:
+  Elastic(std::unique_ptr<fl::Aggregator> base, ElasticHookOptions hook_options,
+          ElasticGranularity granularity, ElasticNormalizer normalizer, double tau,
+          double server_lr)
+      : base_(std::move(base)),
+        granularity_(granularity),
+        normalizer_(normalizer),
+        tau_(tau),
+        server_lr_(server_lr) {
+    hook_options_.PackFrom(hook_options);
+  }
+
+  fl::AggregatorProperties properties() const override {
+    fl::AggregatorProperties properties;
+    properties.order_invariant = base_->properties().order_invariant;
+    // One client: Omega / max(Omega) varies over the parameters, so zeta != 1.
+    properties.single_client_identity = false;
+    return properties;
+  }
+
+  absl::StatusOr<fl::RoundPlan> Configure(const fl::ModelState& global,
+                                          fl::ServerContext& context) override {
+    FL_ASSIGN_OR_RETURN(fl::RoundPlan plan, base_->Configure(global, context));
+    // First, so B_k is removed before any other hook looks at the training data.
+    plan.hooks.insert(plan.hooks.begin(), fl::HookRequest{kName, hook_options_});
+    std::vector<fl::ModelState::Entry> layout;
+    for (const auto& e : global.entries()) {
+      if (e.is_buffer) continue;
+      layout.push_back({e.name,
+                        granularity_ == fedkit::aggregators::ELEMENT
+                            ? at::empty(e.tensor.sizes(), e.tensor.options().device(at::kMeta))
+                            : at::empty({}, e.tensor.options().device(at::kMeta)),
+                        false});
+    }
+    omega_layout_ = fl::ModelState(std::move(layout));
+    omega_sum_.reset();
+    omega_max_.reset();
+    total_weight_ = 0.0;
+    return plan;
+  }
+
+  absl::Status Accumulate(fl::ClientUpdate update, fl::ServerContext& context) override {
+    if (!omega_layout_.has_value()) {
+      return absl::FailedPreconditionError("Accumulate called before Configure");
+    }
+    auto it = update.extras.find(kOmegaExtra);
+    if (it == update.extras.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "update has no extra \"", kOmegaExtra, "\" (the \"elastic\" client hook sends it); rejected"));
+    }
+    fl::ModelState omega = std::move(it->second);
+    update.extras.erase(it);
+    if (absl::Status s = omega_layout_->CheckSameLayout(omega); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("extra \"", kOmegaExtra, "\": ", s.message()));
+    }
+    for (size_t l = 0; l < omega.size(); ++l) {
+      if (omega.tensor(l).numel() > 0 && omega.tensor(l).min().item<double>() < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("extra \"", kOmegaExtra, "\": entry \"",
+                                                       omega.entries()[l].name,
+                                                       "\" has negative sensitivities"));
+      }
+    }
+    const auto weight = static_cast<double>(update.num_examples);
+    if (!(weight > 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("num_examples is ", update.num_examples, ": no weight in the mean"));
+    }
+    FL_RETURN_IF_ERROR(base_->Accumulate(std::move(update), context));
+    if (!omega_sum_.has_value()) omega_sum_ = omega.Scaled(0.0);
+    omega_sum_->Axpy(weight, omega);
+    total_weight_ += weight;
+    if (normalizer_ == fedkit::aggregators::CLIENTS) {
+      if (!omega_max_.has_value()) {
+        omega_max_ = std::move(omega);
+      } else {
+        for (size_t l = 0; l < omega.size(); ++l) {
+          omega_max_->mutable_tensor(l) = at::maximum(omega_max_->tensor(l), omega.tensor(l));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<fl::ModelState> Finalize(const fl::ModelState& global,
+                                          fl::ServerContext& context) override {
+    if (!omega_sum_.has_value()) {
+      return absl::FailedPreconditionError("Finalize: no update was accepted this round");
+    }
+    FL_ASSIGN_OR_RETURN(fl::ModelState next, base_->Finalize(global, context));
+    if (absl::Status s = global.CheckSameLayout(next); !s.ok()) {
+      return absl::InternalError(absl::StrCat("base aggregator's model: ", s.message()));
+    }
+    const fl::ModelState omega = omega_sum_->Scaled(1.0 / total_weight_);
+    const std::optional<double> global_max = GlobalMax(omega);
+    ZetaStats stats;
+    at::NoGradGuard no_grad;
+    size_t l = 0;
+    for (size_t i = 0; i < next.size(); ++i) {
+      if (next.entries()[i].is_buffer) continue;
+      const at::Tensor zeta = Zeta(omega.tensor(l), l, global_max);
+      const at::Tensor& old = global.tensor(i);
+      at::Tensor& param = next.mutable_tensor(i);
+      param = old + (param - old) * zeta.to(param.scalar_type()).mul(server_lr_);
+      stats.Add(zeta, param.numel());
+      ++l;
+    }
+    if (stats.count > 0) {
+      context.diagnostics["elastic/zeta_mean"] = stats.sum / static_cast<double>(stats.count);
+      context.diagnostics["elastic/zeta_min"] = stats.min;
+      context.diagnostics["elastic/zeta_max"] = stats.max;
+    }
+    omega_sum_.reset();
+    omega_max_.reset();
+    return next;
+  }
+
+  std::map<std::string, at::Tensor> SaveState() const override { return base_->SaveState(); }
+  absl::Status RestoreState(const std::map<std::string, at::Tensor>& state) override {
+    return base_->RestoreState(state);
+  }
+
+ private:
+  // max over every entry of Omega (ALL_PARAMETERS only); nullopt otherwise.
+  std::optional<double> GlobalMax(const fl::ModelState& omega) const {
+    if (normalizer_ != fedkit::aggregators::ALL_PARAMETERS) return std::nullopt;
+    double max = 0.0;
+    for (const auto& e : omega.entries()) {
+      if (e.tensor.numel() > 0) max = std::max(max, e.tensor.max().item<double>());
+    }
+    return max;
+  }
+
+  // zeta for parameter tensor l, 1 wherever the normaliser is 0. Omega <= its
+  // normaliser everywhere (a weighted mean never exceeds the max), so
+  // zeta is in [tau, 1 + tau].
+  at::Tensor Zeta(const at::Tensor& omega, size_t l, std::optional<double> global_max) const {
+    const at::Tensor omega64 = omega.to(at::kDouble);
+    at::Tensor normaliser;
+    switch (normalizer_) {
+      case fedkit::aggregators::EACH_TENSOR:
+        normaliser = omega64.numel() > 0 ? omega64.max() : at::zeros({}, omega64.options());
+        break;
+      case fedkit::aggregators::CLIENTS:
+        normaliser = omega_max_->tensor(l).to(at::kDouble);
+        break;
+      default:
+        normaliser = at::scalar_tensor(*global_max, omega64.options());
+        break;
+    }
+    const at::Tensor positive = normaliser > 0;
+    const at::Tensor ratio = omega64 / at::where(positive, normaliser, at::ones_like(normaliser));
+    return at::where(positive, (1.0 + tau_) - ratio, at::ones_like(ratio));
+  }
+
+  std::unique_ptr<fl::Aggregator> base_;
+  google::protobuf::Any hook_options_;
+  const ElasticGranularity granularity_;
+  const ElasticNormalizer normalizer_;
+  const double tau_;
+  const double server_lr_;
+  // Per round.
+  std::optional<fl::ModelState> omega_layout_;
+  std::optional<fl::ModelState> omega_sum_;  // sum_k n_k Omega_k
+  std::optional<fl::ModelState> omega_max_;  // max_k Omega_k (CLIENTS)
+  double total_weight_ = 0.0;
+};
+
+absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateElastic(const ElasticOptions& options,
+                                                              const fl::Aggregator::CreateArgs&) {
+  fl::ErrorList errors;
+  if (!fedkit::aggregators::ElasticMode_IsValid(options.mode())) {
+    errors.Add("options.mode", absl::StrCat("must be PAPER or FLBENCH, got ", options.mode()));
+  }
+  ElasticHookOptions hook_options = options.sensitivity();
+  if (hook_options.mode() != fedkit::aggregators::PAPER && hook_options.mode() != options.mode()) {
+    errors.Add("options.sensitivity.mode", "leave unset: options.mode applies to both halves");
+  }
+  hook_options.set_mode(options.mode());
+  absl::StatusOr<SensitivitySettings> settings =
+      ResolveSensitivity(hook_options, "options.sensitivity.");
+  errors.AddStatus("", settings.status());
+  const double tau = options.has_tau() ? options.tau() : kDefaultTau;
+  if (!(tau >= 0.0) || !std::isfinite(tau)) {
+    errors.Add("options.tau", absl::StrCat("must be >= 0, got ", tau));
+  }
+  const double server_lr = options.has_server_lr() ? options.server_lr() : 1.0;
+  if (!(server_lr > 0.0) || !std::isfinite(server_lr)) {
+    errors.Add("options.server_lr", absl::StrCat("must be > 0, got ", server_lr));
+  }
+  if (!fedkit::aggregators::ElasticNormalizer_IsValid(options.max_over())) {
+    errors.Add("options.max_over", absl::StrCat("must be ALL_PARAMETERS, EACH_TENSOR or CLIENTS, got ",
+                                                options.max_over()));
+  }
+  const std::string base_name = options.base().name().empty() ? "fedavg" : options.base().name();
+  const auto& registry = fl::Registry<fl::Aggregator>::Global();
+  std::unique_ptr<fl::Aggregator> base;
+  if (base_name == kName) {
+    errors.Add("options.base.name", "\"elastic\" cannot wrap itself");
+  } else if (registry.Find(base_name) == nullptr) {
+    errors.Add("options.base.name", registry.UnknownNameError(base_name).message());
+  } else {
+    absl::StatusOr<std::unique_ptr<fl::Aggregator>> created =
+        registry.Create(base_name, options.base().options());
+    if (created.ok()) {
+      base = *std::move(created);
+    } else {
+      errors.AddStatus("options.base.", created.status());
+    }
+  }
+  FL_RETURN_IF_ERROR(errors.ToStatus());
+  return std::make_unique<Elastic>(std::move(base), hook_options, settings->granularity,
+                                   NormalizerOf(options.mode(), options.max_over()), tau,
+                                   server_lr);
+}
+
+FL_REGISTER_PLUGIN(fl::ClientHook, "elastic", ElasticHookOptions, CreateElasticHook);
+FL_REGISTER_PLUGIN(fl::Aggregator, "elastic", ElasticOptions, CreateElastic);
+
+}  // namespace
+}  // namespace aggregators

@@ -1,0 +1,354 @@
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+
+#include "aggregators/elastic/elastic_options.pb.h"
+#include "aggregators/fedprox/fedprox_options.pb.h"
+#include "fl/aggregator.h"
+#include "fl/client_hook.h"
+#include "fl/model.h"
+#include "fl/registry.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace aggregators {
+namespace {
+
+using ::fedkit::aggregators::ElasticHookOptions;
+using ::fedkit::aggregators::ElasticOptions;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::unique_ptr<fl::Aggregator> Create(const ElasticOptions& options) {
+  google::protobuf::Any any;
+  any.PackFrom(options);
+  auto created = fl::Registry<fl::Aggregator>::Global().Create("elastic", any);
+  EXPECT_TRUE(created.ok()) << created.status();
+  return created.ok() ? *std::move(created) : nullptr;
+}
+
+absl::Status CreateError(const ElasticOptions& options) {
+  google::protobuf::Any any;
+  any.PackFrom(options);
+  return fl::Registry<fl::Aggregator>::Global().Create("elastic", any).status();
+}
+
+std::unique_ptr<fl::ClientHook> Hook(const ElasticHookOptions& options) {
+  google::protobuf::Any any;
+  any.PackFrom(options);
+  auto created = fl::Registry<fl::ClientHook>::Global().Create("elastic", any);
+  EXPECT_TRUE(created.ok()) << created.status();
+  return created.ok() ? *std::move(created) : nullptr;
+}
+
+fl::ClientUpdate Update(std::vector<float> delta, int64_t n, std::vector<float> omega) {
+  fl::ClientUpdate update;
+  update.delta = fl::ModelState({{"w", at::tensor(delta), false}});
+  update.num_examples = n;
+  update.extras["elastic/omega"] = fl::ModelState({{"w", at::tensor(omega), false}});
+  return update;
+}
+
+// The worked example of the server tests: global w = (1, 2, 3);
+// client A: n = 1, delta (3, 0, -3), Omega (0.2, 0.4, 0);
+// client B: n = 3, delta (1, 4, -1), Omega (0.6, 0, 0).
+// Weights (1/4, 3/4): Omega = (0.05 + 0.45, 0.1, 0) = (0.5, 0.1, 0),
+// sum_k w_k delta_k = (0.75 + 0.75, 3, -0.75 - 0.75) = (1.5, 3, -1.5).
+fl::ModelState Aggregate(fl::Aggregator& elastic, fl::ServerContext& context) {
+  const fl::ModelState global({{"w", at::tensor({1.0f, 2.0f, 3.0f}), false}});
+  EXPECT_TRUE(elastic.Configure(global, context).ok());
+  EXPECT_TRUE(elastic.Accumulate(Update({3, 0, -3}, 1, {0.2f, 0.4f, 0.0f}), context).ok());
+  EXPECT_TRUE(elastic.Accumulate(Update({1, 4, -1}, 3, {0.6f, 0.0f, 0.0f}), context).ok());
+  auto next = elastic.Finalize(global, context);
+  EXPECT_TRUE(next.ok()) << next.status();
+  return next.ok() ? *std::move(next) : fl::ModelState();
+}
+
+TEST(ElasticTest, PaperZetaAgainstHandComputation) {
+  // max(Omega) = 0.5: zeta = 1.5 - (1, 0.2, 0) = (0.5, 1.3, 1.5);
+  // zeta (.) step = (0.75, 3.9, -2.25); w = (1.75, 5.9, 0.75).
+  auto elastic = Create(ElasticOptions());
+  fl::ServerContext context;
+  fl::ModelState next = Aggregate(*elastic, context);
+  EXPECT_TRUE(next.tensor(0).allclose(at::tensor({1.75f, 5.9f, 0.75f}), 1e-6, 1e-6))
+      << next.tensor(0);
+  EXPECT_NEAR(context.diagnostics.at("elastic/zeta_mean"), (0.5 + 1.3 + 1.5) / 3, 1e-9);
+  EXPECT_NEAR(context.diagnostics.at("elastic/zeta_min"), 0.5, 1e-9);
+  EXPECT_NEAR(context.diagnostics.at("elastic/zeta_max"), 1.5, 1e-9);
+}
+
+TEST(ElasticTest, ServerLrScalesTheStep) {
+  // eta = 0.5 halves zeta (.) step: w = (1, 2, 3) + (0.375, 1.95, -1.125).
+  ElasticOptions options;
+  options.set_server_lr(0.5);
+  auto elastic = Create(options);
+  fl::ServerContext context;
+  EXPECT_TRUE(Aggregate(*elastic, context)
+                  .tensor(0)
+                  .allclose(at::tensor({1.375f, 3.95f, 1.875f}), 1e-6, 1e-6));
+}
+
+TEST(ElasticTest, MaxOverClientsAgainstHandComputation) {
+  // max_k Omega_k = (0.6, 0.4, 0): zeta = (1.5 - 0.5/0.6, 1.5 - 0.25, 1 (no
+  // sensitivity: FedAvg)) = (2/3, 1.25, 1); w = (1 + 1, 2 + 3.75, 3 - 1.5).
+  ElasticOptions options;
+  options.set_max_over(fedkit::aggregators::CLIENTS);
+  auto elastic = Create(options);
+  fl::ServerContext context;
+  EXPECT_TRUE(Aggregate(*elastic, context)
+                  .tensor(0)
+                  .allclose(at::tensor({2.0f, 5.75f, 1.5f}), 1e-6, 1e-6));
+}
+
+TEST(ElasticTest, PerTensorMaxNormalisesEachTensorAlone) {
+  // Two tensors, one client (n = 2): a with Omega (1, 3), b with Omega (0.5).
+  // EACH_TENSOR, tau = 0.5: zeta_a = 1.5 - (1/3, 1) = (7/6, 0.5), zeta_b = 0.5.
+  // ALL_PARAMETERS would give zeta_b = 1.5 - 0.5/3 = 4/3.
+  for (auto [max_over, zeta_b] :
+       std::vector<std::pair<fedkit::aggregators::ElasticNormalizer, float>>{
+           {fedkit::aggregators::EACH_TENSOR, 0.5f},
+           {fedkit::aggregators::ALL_PARAMETERS, 4.0f / 3.0f}}) {
+    ElasticOptions options;
+    options.set_max_over(max_over);
+    auto elastic = Create(options);
+    fl::ServerContext context;
+    const fl::ModelState global({{"a", at::zeros({2}), false}, {"b", at::zeros({1}), false}});
+    ASSERT_TRUE(elastic->Configure(global, context).ok());
+    fl::ClientUpdate update;
+    update.num_examples = 2;
+    update.delta = fl::ModelState({{"a", at::ones({2}), false}, {"b", at::ones({1}), false}});
+    update.extras["elastic/omega"] = fl::ModelState(
+        {{"a", at::tensor({1.0f, 3.0f}), false}, {"b", at::tensor({0.5f}), false}});
+    ASSERT_TRUE(elastic->Accumulate(std::move(update), context).ok());
+    auto next = elastic->Finalize(global, context);
+    ASSERT_TRUE(next.ok()) << next.status();
+    EXPECT_TRUE(next->tensor(0).allclose(at::tensor({7.0f / 6.0f, 0.5f})));
+    EXPECT_TRUE(next->tensor(1).allclose(at::tensor({zeta_b})));
+  }
+}
+
+TEST(ElasticTest, ZetaOfOneIsFedAvgExactlyAndBuffersAreNotScaled) {
+  // tau = 1 with equal sensitivities gives zeta = 1 + 1 - 1 = 1 everywhere; the
+  // result must be FedAvg's: parameters (1/4)(4, 0) + (3/4)(0, -4) = (1, -3),
+  // the buffer the clients' weighted mean 10 + (1/4)8 = 12.
+  ElasticOptions options;
+  options.set_tau(1.0);
+  auto elastic = Create(options);
+  fl::ServerContext context;
+  const fl::ModelState global({{"w", at::zeros({2}), false}, {"bn", at::tensor({10.0f}), true}});
+  ASSERT_TRUE(elastic->Configure(global, context).ok());
+  for (auto [delta, bn, n] : std::vector<std::tuple<std::vector<float>, float, int>>{
+           {{4, 0}, 8, 1}, {{0, -4}, 0, 3}}) {
+    fl::ClientUpdate update;
+    update.num_examples = n;
+    update.delta = fl::ModelState({{"w", at::tensor(delta), false}, {"bn", at::tensor({bn}), true}});
+    update.extras["elastic/omega"] = fl::ModelState({{"w", at::full({2}, 0.7f), false}});
+    ASSERT_TRUE(elastic->Accumulate(std::move(update), context).ok());
+  }
+  auto next = elastic->Finalize(global, context);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_TRUE(next->tensor(0).allclose(at::tensor({1.0f, -3.0f}), 0, 1e-6)) << next->tensor(0);
+  EXPECT_TRUE(next->tensor(1).allclose(at::tensor({12.0f})));
+  EXPECT_DOUBLE_EQ(context.diagnostics.at("elastic/zeta_mean"), 1.0);
+}
+
+TEST(ElasticTest, NoSensitivityAtAllFallsBackToFedAvg) {
+  auto elastic = Create(ElasticOptions());
+  fl::ServerContext context;
+  const fl::ModelState global({{"w", at::tensor({1.0f, 2.0f, 3.0f}), false}});
+  ASSERT_TRUE(elastic->Configure(global, context).ok());
+  ASSERT_TRUE(elastic->Accumulate(Update({2, 2, 2}, 1, {0, 0, 0}), context).ok());
+  auto next = elastic->Finalize(global, context);
+  ASSERT_TRUE(next.ok());
+  EXPECT_TRUE(next->tensor(0).allclose(at::tensor({3.0f, 4.0f, 5.0f})));
+}
+
+TEST(ElasticTest, RejectsBadUpdates) {
+  auto elastic = Create(ElasticOptions());
+  fl::ServerContext context;
+  const fl::ModelState global({{"w", at::zeros({3}), false}});
+  ASSERT_TRUE(elastic->Configure(global, context).ok());
+  fl::ClientUpdate missing = Update({1, 1, 1}, 1, {0, 0, 0});
+  missing.extras.clear();
+  EXPECT_THAT(std::string(elastic->Accumulate(missing, context).message()),
+              HasSubstr("no extra \"elastic/omega\""));
+  EXPECT_THAT(std::string(elastic->Accumulate(Update({1, 1, 1}, 1, {0, -1, 0}), context).message()),
+              HasSubstr("negative sensitivities"));
+  EXPECT_FALSE(elastic->Accumulate(Update({1, 1, 1}, 1, {0, 0}), context).ok());
+  EXPECT_FALSE(elastic->Accumulate(Update({1, 1, 1}, 0, {0, 0, 0}), context).ok());
+}
+
+TEST(ElasticTest, OptionErrorsNameTheirFields) {
+  ElasticOptions options;
+  options.set_tau(-1);
+  options.set_server_lr(0);
+  options.mutable_sensitivity()->set_mu(1.0);
+  options.mutable_sensitivity()->set_holdout_fraction(1.5);
+  options.mutable_sensitivity()->set_mode(fedkit::aggregators::FLBENCH);
+  const std::string message(CreateError(options).message());
+  EXPECT_THAT(message, HasSubstr("options.tau: must be >= 0, got -1"));
+  EXPECT_THAT(message, HasSubstr("options.server_lr: must be > 0, got 0"));
+  EXPECT_THAT(message, HasSubstr("options.sensitivity.mu: must be in [0, 1), got 1"));
+  EXPECT_THAT(message, HasSubstr("options.sensitivity.holdout_fraction: must be in (0, 1), got 1.5"));
+  EXPECT_THAT(message, HasSubstr("options.sensitivity.mode: leave unset"));
+
+  ElasticOptions unknown_base;
+  unknown_base.mutable_base()->set_name("fedavgg");
+  EXPECT_THAT(std::string(CreateError(unknown_base).message()),
+              HasSubstr("options.base.name: aggregator \"fedavgg\" is not registered"));
+
+  ElasticOptions bad_base;
+  bad_base.mutable_base()->set_name("fedprox");
+  fedkit::aggregators::FedProxOptions prox;
+  prox.set_mu(-1);
+  bad_base.mutable_base()->mutable_options()->PackFrom(prox);
+  EXPECT_THAT(std::string(CreateError(bad_base).message()),
+              HasSubstr("options.base.options.mu: must be >= 0"));
+
+  ElasticOptions itself;
+  itself.mutable_base()->set_name("elastic");
+  EXPECT_THAT(std::string(CreateError(itself).message()), HasSubstr("cannot wrap itself"));
+}
+
+TEST(ElasticTest, PlanRunsTheSensitivityHookFirstThenTheBaseHooks) {
+  ElasticOptions options;
+  options.mutable_base()->set_name("scaffold");
+  auto elastic = Create(options);
+  fl::ServerContext context;
+  context.num_clients = 10;
+  auto plan = elastic->Configure(fl::ModelState({{"w", at::zeros({3}), false}}), context);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  std::vector<std::string> names;
+  for (const auto& hook : plan->hooks) names.push_back(hook.name);
+  EXPECT_THAT(names, ElementsAre("elastic", "scaffold"));
+  EXPECT_EQ(plan->broadcast.count("scaffold/c"), 1u);
+  // SCAFFOLD's control variate is Elastic's saved state.
+  EXPECT_EQ(elastic->SaveState().size(), 1u);
+}
+
+// A model with one 3-vector parameter and output F(x) = <w, x>, so that
+// d/dw mean_b F(x)^2 = mean_b 2 <w, x> x can be written down by hand.
+class DotModel : public fl::Model {
+ public:
+  DotModel() { w_ = register_parameter("w", at::ones({3})); }
+  at::Tensor Forward(const at::Tensor& x) override { return x.matmul(w_).unsqueeze(1); }
+
+ private:
+  at::Tensor w_;
+};
+
+struct HookFixture {
+  DotModel model;
+  fl::ModelState global = fl::ModelState::FromModule(model);
+  fl::Examples examples;
+  fl::TensorMap state;
+  std::vector<int64_t> train;
+
+  // Two identical examples x = (1, 2, 0): whichever is held out, <w, x> = 3 and
+  // the gradient is 2 * 3 * x = (6, 12, 0).
+  HookFixture() {
+    examples.x = at::tensor({1.0f, 2.0f, 0.0f}).repeat({2, 1});
+    examples.y = at::zeros({2}, at::kLong);
+  }
+
+  fl::ModelState RunRound(fl::ClientHook& hook, uint64_t seed) {
+    train = {0, 1};
+    fl::HookContext context;
+    context.client_id = 7;
+    context.model = &model;
+    context.global = &global;
+    context.state = &state;
+    context.examples = &examples;
+    context.train_indices = &train;
+    context.seed = seed;
+    context.batch_size = 1;
+    EXPECT_TRUE(hook.BeforeTraining(context).ok());
+    fl::ClientUpdate update;
+    EXPECT_TRUE(hook.AfterTraining(context, update).ok());
+    return update.extras.at("elastic/omega");
+  }
+};
+
+TEST(ElasticHookTest, ElementwiseEmaAgainstHandComputation) {
+  // Round 1: Omega = 0.95 * 0 + 0.05 * |(6, 12, 0)| = (0.3, 0.6, 0).
+  // Round 2 (same model): 0.95 * (0.3, 0.6, 0) + 0.05 * (6, 12, 0) = (0.585, 1.17, 0).
+  ElasticHookOptions options;
+  options.set_holdout_fraction(0.5);
+  HookFixture f;
+  EXPECT_TRUE(f.RunRound(*Hook(options), 1).tensor(0).allclose(at::tensor({0.3f, 0.6f, 0.0f})));
+  EXPECT_EQ(f.train.size(), 1u);  // B_k is not trained on
+  EXPECT_TRUE(f.RunRound(*Hook(options), 2).tensor(0).allclose(at::tensor({0.585f, 1.17f, 0.0f})));
+  // Omega stays the client's own: the state holds it and the update count.
+  EXPECT_EQ(f.state.at("updates").item<int64_t>(), 2);
+  EXPECT_TRUE(f.model.is_training());
+}
+
+TEST(ElasticHookTest, EmaCanRestartEveryRound) {
+  // keep_across_rounds false: round 2 starts from zeros again, (0.3, 0.6, 0).
+  ElasticHookOptions options;
+  options.set_holdout_fraction(0.5);
+  options.set_keep_across_rounds(false);
+  HookFixture f;
+  f.RunRound(*Hook(options), 1);
+  EXPECT_TRUE(f.RunRound(*Hook(options), 2).tensor(0).allclose(at::tensor({0.3f, 0.6f, 0.0f})));
+}
+
+TEST(ElasticHookTest, BiasCorrectionDividesByOneMinusMuToTheM) {
+  // m = 1: (0.3, 0.6, 0) / (1 - 0.95) = (6, 12, 0).
+  ElasticHookOptions options;
+  options.set_holdout_fraction(0.5);
+  options.set_bias_correction(true);
+  HookFixture f;
+  EXPECT_TRUE(f.RunRound(*Hook(options), 1).tensor(0).allclose(at::tensor({6.0f, 12.0f, 0.0f})));
+  // The state keeps the uncorrected EMA.
+  EXPECT_TRUE(f.state.at("omega/w").allclose(at::tensor({0.3f, 0.6f, 0.0f})));
+}
+
+TEST(ElasticHookTest, TensorGranularityIsOneSquaredNormPerTensor) {
+  // 0.05 * ||(6, 12, 0)||^2 = 0.05 * 180 = 9.
+  ElasticHookOptions options;
+  options.set_holdout_fraction(0.5);
+  options.set_granularity(fedkit::aggregators::TENSOR);
+  HookFixture f;
+  const fl::ModelState omega = f.RunRound(*Hook(options), 1);
+  EXPECT_EQ(omega.tensor(0).dim(), 0);
+  EXPECT_NEAR(omega.tensor(0).item<double>(), 9.0, 1e-5);
+}
+
+TEST(ElasticHookTest, HeldOutSubsetIsRedrawnOrKept) {
+  fl::Examples examples;
+  examples.x = at::randn({100, 3});
+  examples.y = at::zeros({100}, at::kLong);
+  for (bool redraw : {true, false}) {
+    ElasticHookOptions options;
+    options.set_redraw_each_round(redraw);
+    DotModel model;
+    const fl::ModelState global = fl::ModelState::FromModule(model);
+    fl::TensorMap state;
+    std::vector<std::vector<int64_t>> trained;
+    for (uint64_t seed : {11, 12}) {
+      std::vector<int64_t> train(100);
+      for (int64_t i = 0; i < 100; ++i) train[i] = i;
+      fl::HookContext context;
+      context.model = &model;
+      context.global = &global;
+      context.state = &state;
+      context.examples = &examples;
+      context.train_indices = &train;
+      context.seed = seed;
+      context.batch_size = 10;
+      ASSERT_TRUE(Hook(options)->BeforeTraining(context).ok());
+      EXPECT_EQ(train.size(), 70u);  // the default 30 % held out
+      std::sort(train.begin(), train.end());
+      trained.push_back(train);
+    }
+    EXPECT_EQ(trained[0] == trained[1], !redraw) << "redraw_each_round: " << redraw;
+  }
+}
+
+}  // namespace
+}  // namespace aggregators

@@ -1,0 +1,51 @@
+#!/bin/bash
+# Runs an Elastic Aggregation comparison over seeds, two runs at a time with one
+# BLAS thread each, then writes table.md and the accuracy curves.
+#   experiments/elastic/run.sh SETTING [ROUNDS]
+# SETTING is a spec in this folder: fmnist_mlp (FedAvg vs Elastic paper mode vs
+# FL-bench mode), logreg_fmnist / logreg_mnist (naive vs elastic, the paper's
+# unbalanced logistic-regression row).
+#   METHODS="fedavg elastic" SEEDS="1" experiments/elastic/run.sh fmnist_mlp 20
+# Results: experiments/elastic/results/SETTING/<method>_seed<S>/, table.md, *.png.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export SETTING="$1"
+export ROUNDS="${2:-}"
+export OUT="experiments/elastic/results/$SETTING"
+mkdir -p "$OUT"
+bazel build //tools:run_experiment
+# A private copy, so rebuilding the tree while this runs does not swap the binary.
+export BIN="$(mktemp -d)/run_experiment"
+cp bazel-bin/tools/run_experiment "$BIN"
+
+run_one() {
+  local method="$1" seed="$2" aggregator rounds=""
+  case "$method" in
+    fedavg) aggregator='name: "fedavg" options { [type.googleapis.com/fedkit.aggregators.FedAvgOptions] { server_lr: 1 } }' ;;
+    elastic) aggregator='name: "elastic" options { [type.googleapis.com/fedkit.aggregators.ElasticOptions] { mode: PAPER } }' ;;
+    elastic_flbench) aggregator='name: "elastic" options { [type.googleapis.com/fedkit.aggregators.ElasticOptions] { mode: FLBENCH } }' ;;
+    *) echo "unknown method $method"; return 1 ;;
+  esac
+  [[ -n "$ROUNDS" ]] && rounds="server { rounds: $ROUNDS }"
+  local dir="$OUT/${method}_seed${seed}"
+  if OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "$BIN" \
+      --spec="experiments/elastic/$SETTING.textproto" --output_dir="$dir" \
+      --set="seed: $seed $rounds aggregator { $aggregator }" > "$dir.log" 2>&1; then
+    echo "done $method seed $seed"
+  else
+    echo "FAILED $method seed $seed (see $dir.log)"
+  fi
+}
+export -f run_one
+
+default_methods="fedavg elastic elastic_flbench"
+[[ "$SETTING" == logreg_* ]] && default_methods="fedavg elastic"
+for seed in ${SEEDS:-1 2 3}; do
+  for method in ${METHODS:-$default_methods}; do
+    echo "$method $seed"
+  done
+done | xargs -P "${PARALLEL:-2}" -L 1 bash -c 'run_one "$0" "$1"'
+
+py=/usr/bin/python3  # Debian's, where python3-matplotlib installs
+[[ -x "$py" ]] || py=python3
+"$py" experiments/elastic/table.py "$OUT"
