@@ -285,6 +285,7 @@ absl::StatusOr<std::vector<fl::ClientUpdate>> MakeUpdates(const std::string& nam
           hc.seed = fl::DeriveSeed(static_cast<uint64_t>(c), fl::SeedStream::kHook,
                                    {hooks.size()});
           hc.learning_rate = kLocalLearningRate;
+          hc.batch_size = kDummyExamples;
           hooks.emplace_back(request.name, std::move(hook));
           contexts.push_back(hc);
         }

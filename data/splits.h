@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "fl/dataset.h"
@@ -12,11 +13,30 @@ namespace data {
 // Takes `size` examples from `from`, class-balanced: size / num_classes of each
 // class, the remainder one extra each for the lowest classes, chosen at random
 // (seeded). Returns {taken, rest}, each in the original order. FailedPrecondition
-// when a class has too few examples.
+// when a class has too few examples. The choice depends only on `from.y`, `size`,
+// `num_classes` and `seed`, never on `from.x`, so the same call with another tensor
+// aligned with y as x (per-example owner ids, say) takes the same rows.
 absl::StatusOr<std::pair<fl::Examples, fl::Examples>> TakeClassBalanced(const fl::Examples& from,
                                                                         int64_t size,
                                                                         int64_t num_classes,
                                                                         uint64_t seed);
+
+// Per-class counts of FedLAW's long-tailed proxy set (the official code's
+// `--longtail_proxyset LT`, nodes.py train_val_split_forServer, imbalance 0.1):
+// class c gets floor(size / num_classes * imbalance^(c / (num_classes - 1))), so
+// class 0 keeps its balanced share and the last class imbalance times that; the
+// total is below `size`. REQUIRES: imbalance in (0, 1], num_classes >= 1.
+std::vector<int64_t> LongTailedClassCounts(int64_t size, int64_t num_classes, double imbalance);
+
+// Takes LongTailedClassCounts(size, num_classes, imbalance) examples of each class
+// at random (seeded) from `from`, as TakeClassBalanced does (same draw rule, so
+// equally reproducible and independent of from.x). FailedPrecondition when a class
+// has too few examples or no example would be taken.
+absl::StatusOr<std::pair<fl::Examples, fl::Examples>> TakeLongTailed(const fl::Examples& from,
+                                                                     int64_t size,
+                                                                     int64_t num_classes,
+                                                                     double imbalance,
+                                                                     uint64_t seed);
 
 }  // namespace data
 

@@ -41,6 +41,17 @@ TEST(TakeClassBalancedTest, SeedChangesTheChoice) {
   EXPECT_FALSE(a->first.x.equal(b->first.x));
 }
 
+TEST(TakeClassBalancedTest, AnotherAlignedTensorLosesTheSameRows) {
+  // What RunExperiment relies on to keep per-example owner ids aligned with the
+  // training rows left after a proxy set is carved out.
+  const fl::Examples data = ThreeClasses();
+  const at::Tensor owners = at::arange(30, at::kLong).mul(7);
+  auto split = TakeClassBalanced(data, 9, 3, 4);
+  auto owner_split = TakeClassBalanced({owners, data.y}, 9, 3, 4);
+  ASSERT_TRUE(split.ok() && owner_split.ok());
+  EXPECT_TRUE(owner_split->second.x.equal(split->second.x.flatten().to(at::kLong).mul(7)));
+}
+
 TEST(TakeClassBalancedTest, TooFewOfAClassIsAnError) {
   fl::Examples skewed{at::zeros({10, 1}), at::tensor({0, 0, 0, 0, 0, 0, 0, 0, 1, 2}, at::kLong)};
   auto split = TakeClassBalanced(skewed, 6, 3, 1);
@@ -48,6 +59,29 @@ TEST(TakeClassBalancedTest, TooFewOfAClassIsAnError) {
   EXPECT_EQ(split.status().message(), "class 1 has 1 examples, a balanced set of 6 needs 2");
   auto too_many = TakeClassBalanced(ThreeClasses(), 31, 3, 1);
   EXPECT_EQ(too_many.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(LongTailedTest, CountsFollowTheOfficialRule) {
+  // FedLAW's LT proxy: 200 examples, 10 classes, imbalance 0.1: floor(20 * 0.1^(c/9)) =
+  // 20, 15.49, 11.99, 9.28, 7.19, 5.57, 4.31, 3.34, 2.58, 2.0 -> floored.
+  EXPECT_EQ(LongTailedClassCounts(200, 10, 0.1),
+            (std::vector<int64_t>{20, 15, 11, 9, 7, 5, 4, 3, 2, 2}));
+  // Imbalance 1 is a balanced set without the remainder rule.
+  EXPECT_EQ(LongTailedClassCounts(7, 3, 1.0), (std::vector<int64_t>{2, 2, 2}));
+}
+
+TEST(LongTailedTest, TakesTheCountsAndKeepsTheRest) {
+  // 30 examples of 3 classes, size 9, imbalance 0.25: floor(3 * 0.25^(c/2)) = 3, 1, 0.
+  auto split = TakeLongTailed(ThreeClasses(), 9, 3, 0.25, 1);
+  ASSERT_TRUE(split.ok()) << split.status();
+  EXPECT_TRUE(at::bincount(split->first.y, {}, 3).equal(at::tensor({3, 1, 0}, at::kLong)));
+  EXPECT_EQ(split->second.size(), 26);
+  EXPECT_TRUE(split->first.x.flatten().to(at::kLong).remainder(3).equal(split->first.y));
+}
+
+TEST(LongTailedTest, AnEmptySetIsAnError) {
+  auto split = TakeLongTailed(ThreeClasses(), 2, 3, 0.5, 1);
+  EXPECT_EQ(split.status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

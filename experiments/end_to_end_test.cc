@@ -153,6 +153,34 @@ TEST(EndToEndTest, ServerLendsAClassBalancedProxySetAndAModelFactory) {
   EXPECT_EQ(diagnostics.at("proxy_logits"), 10);
 }
 
+TEST(EndToEndTest, ALongTailedProxySetFollowsFedLawsRule) {
+  // 200 over 10 classes at imbalance 0.1: floor(20 * 0.1^(c/9)) = 20, 15, 11, 9, 7, 5,
+  // 4, 3, 2, 2 (78 in all).
+  fl::ExperimentResult result = RunSpec(
+      Spec("server { rounds: 1 proxy { split: TEST size: 200 imbalance: 0.1 } } "
+           "aggregator { name: 'proxy_probe' }"),
+      "proxy_lt");
+  const auto& diagnostics = result.rows[0].diagnostics;
+  EXPECT_EQ(diagnostics.at("proxy_size"), 78);
+  EXPECT_EQ(diagnostics.at("proxy_min_class"), 2);
+  EXPECT_EQ(diagnostics.at("proxy_max_class"), 20);
+}
+
+TEST(EndToEndTest, FedLawLearnsItsWeightsOnTheProxySet) {
+  fl::ExperimentResult result = RunSpec(
+      Spec("server { rounds: 2 clients_per_round: 5 proxy { split: TEST size: 200 } } "
+           "aggregator { name: 'fedlaw' options { [type.googleapis.com/fedkit.aggregators."
+           "FedLawOptions] { server_epochs: 2 } } }"),
+      "fedlaw");
+  ASSERT_EQ(result.rows.size(), 2);
+  for (const auto& row : result.rows) {
+    EXPECT_EQ(row.clients, 5);
+    EXPECT_NE(row.diagnostics.at("gamma"), 1.0);
+    EXPECT_LE(row.diagnostics.at("proxy_loss_after"), row.diagnostics.at("proxy_loss_before"));
+  }
+  EXPECT_GT(result.rows[1].test_accuracy, 0.3);
+}
+
 TEST(ValidationTest, EveryProblemIsReportedWithItsFieldPath) {
   auto experiment = fl::BuildExperiment(Spec(
       "server { rounds: 0 clients_per_round: 50 } client { optimizer { lr: -0.1 } } "
@@ -174,12 +202,19 @@ TEST(ValidationTest, EveryProblemIsReportedWithItsFieldPath) {
   EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 5);  // six problems, one per line
 }
 
+TEST(ValidationTest, ProxyImbalanceMustBeInZeroOne) {
+  auto experiment = fl::BuildExperiment(Spec("server { proxy { size: 200 imbalance: 0 } }"));
+  EXPECT_THAT(experiment.status().message(),
+              HasSubstr("server.proxy.imbalance: must be in (0, 1], got 0"));
+}
+
 TEST(ValidationTest, MissingNamesListTheChoices) {
   fedkit::ExperimentSpec spec = Spec();
   spec.mutable_dataset()->clear_name();
   spec.mutable_client()->clear_budget();
   auto experiment = fl::BuildExperiment(spec);
-  EXPECT_THAT(experiment.status().message(), HasSubstr("dataset.name: required; one of: fashion_mnist"));
+  EXPECT_THAT(experiment.status().message(), HasSubstr("dataset.name: required; one of: "));
+  EXPECT_THAT(experiment.status().message(), HasSubstr("fashion_mnist"));
   EXPECT_THAT(experiment.status().message(), HasSubstr("client: set one of epochs or steps"));
 }
 
@@ -190,6 +225,32 @@ TEST(ValidationTest, MissingDatasetFilesNameThePathsWhenRun) {
   auto result = fl::RunExperiment(*experiment, absl::StrCat(getenv("TEST_TMPDIR"), "/missing"));
   EXPECT_EQ(result.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(result.status().message(), HasSubstr("/no/such/train-images-idx3-ubyte[.gz]"));
+}
+
+TEST(EndToEndTest, NaturalPartitionFollowsOwnersPastATrainProxy) {
+  // FedProx's synthetic(1, 1), 30 devices: one client per device, after a proxy set
+  // has taken rows out of TRAIN (the owner ids must lose the same rows).
+  fedkit::ExperimentSpec spec = Spec(
+      "dataset { name: 'synthetic_leaf' options { [type.googleapis.com/fedkit.data.SyntheticLeafOptions] "
+      "{ alpha: 1 beta: 1 } } } "
+      "server { rounds: 2 clients_per_round: 4 proxy { split: TRAIN size: 20 } }");
+  spec.mutable_partition()->set_name("natural");
+  spec.mutable_partition()->set_num_clients(30);
+  spec.mutable_partition()->clear_options();
+  fl::ExperimentResult result = RunSpec(spec, "natural");
+  EXPECT_FALSE(result.rows.empty());
+}
+
+TEST(ValidationTest, NaturalPartitionOfADatasetWithoutOwnersSaysSo) {
+  fedkit::ExperimentSpec spec = Spec();
+  spec.mutable_partition()->set_name("natural");
+  spec.mutable_partition()->clear_options();
+  auto experiment = fl::BuildExperiment(spec);
+  ASSERT_TRUE(experiment.ok()) << experiment.status();
+  auto result = fl::RunExperiment(*experiment, absl::StrCat(getenv("TEST_TMPDIR"), "/no_owners"));
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(result.status().message(),
+              HasSubstr("partition (natural): the dataset provides no owner ids"));
 }
 
 }  // namespace

@@ -31,6 +31,9 @@ struct DatasetInfo {
 struct DatasetSplits {
   Examples train;
   Examples test;
+  // int64 owner id per training example (the natural split: LEAF users, writers),
+  // aligned with train; undefined when the dataset has none.
+  at::Tensor train_owners;
 };
 
 class Dataset {

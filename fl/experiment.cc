@@ -125,10 +125,26 @@ void ValidateCore(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
   if (server.proxy().size() < 0) {
     errors.Add("server.proxy.size", absl::StrCat("must be >= 0, got ", server.proxy().size()));
   }
+  if (server.proxy().has_imbalance() &&
+      !(server.proxy().imbalance() > 0 && server.proxy().imbalance() <= 1)) {
+    errors.Add("server.proxy.imbalance",
+               absl::StrCat("must be in (0, 1], got ", server.proxy().imbalance()));
+  }
   if (spec.simulation().has_workers() && spec.simulation().workers() < 1) {
     errors.Add("simulation.workers",
                absl::StrCat("must be >= 1, got ", spec.simulation().workers()));
   }
+}
+
+// The proxy set and what is left of `source`: class-balanced, or long-tailed when
+// server.proxy.imbalance < 1.
+absl::StatusOr<std::pair<Examples, Examples>> TakeProxy(const Examples& source,
+                                                        const fedkit::ProxySpec& proxy,
+                                                        int64_t num_classes, uint64_t seed) {
+  if (proxy.has_imbalance() && proxy.imbalance() < 1) {
+    return data::TakeLongTailed(source, proxy.size(), num_classes, proxy.imbalance(), seed);
+  }
+  return data::TakeClassBalanced(source, proxy.size(), num_classes, seed);
 }
 
 absl::StatusOr<std::unique_ptr<Model>> NewModel(const fedkit::ExperimentSpec& spec,
@@ -207,13 +223,23 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   FL_RETURN_IF_ERROR(CheckLabels(data.train, info.num_classes, "train"));
   FL_RETURN_IF_ERROR(CheckLabels(data.test, info.num_classes, "test"));
 
+  // A proxy carved out of TRAIN drops rows from it. TakeProxy's choice depends
+  // only on the labels and the seed, so the same call on the owner ids drops the same rows.
+  if (data.train_owners.defined() && spec.server().proxy().size() > 0 &&
+      spec.server().proxy().split() == fedkit::ProxySpec::TRAIN) {
+    FL_ASSIGN_OR_RETURN(auto owners,
+                        TakeProxy({data.train_owners, data.train.y}, spec.server().proxy(),
+                                  info.num_classes,
+                                  DeriveSeed(spec.seed(), SeedStream::kProxySplit)));
+    data.train_owners = owners.second.x;
+  }
   Examples proxy;
   if (spec.server().proxy().size() > 0) {
     Examples& source =
         spec.server().proxy().split() == fedkit::ProxySpec::TRAIN ? data.train : data.test;
     FL_ASSIGN_OR_RETURN(
-        auto split, data::TakeClassBalanced(source, spec.server().proxy().size(), info.num_classes,
-                                            DeriveSeed(spec.seed(), SeedStream::kProxySplit)));
+        auto split, TakeProxy(source, spec.server().proxy(), info.num_classes,
+                              DeriveSeed(spec.seed(), SeedStream::kProxySplit)));
     proxy = std::move(split.first);
     source = std::move(split.second);
     proxy = {proxy.x.to(device), proxy.y.to(device)};
@@ -221,9 +247,15 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
 
   std::vector<int64_t> labels(data.train.y.data_ptr<int64_t>(),
                               data.train.y.data_ptr<int64_t>() + data.train.size());
+  std::vector<int64_t> owners;
+  if (data.train_owners.defined()) {
+    const at::Tensor o = data.train_owners.to(at::kCPU, at::kLong).contiguous();
+    CHECK_EQ(o.numel(), data.train.size()) << "train_owners not aligned with train";
+    owners.assign(o.data_ptr<int64_t>(), o.data_ptr<int64_t>() + o.numel());
+  }
   std::mt19937_64 partition_rng(DeriveSeed(spec.seed(), SeedStream::kPartition));
   absl::StatusOr<std::vector<std::vector<int64_t>>> shares = experiment.partitioner->Partition(
-      labels, info.num_classes, spec.partition().num_clients(), partition_rng);
+      {labels, info.num_classes, owners}, spec.partition().num_clients(), partition_rng);
   if (!shares.ok()) {
     return absl::Status(shares.status().code(),
                         absl::StrCat("partition (", spec.partition().name(), "): ",

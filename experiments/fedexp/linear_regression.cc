@@ -7,8 +7,9 @@
 // and FedExP both converge from w = 0 to the minimum-norm solution w*; the paper's
 // point is that FedExP's extrapolated step gets there in far fewer rounds.
 //
-// The server side is the registered "fedavg" and "fedexp" aggregators, created
-// through the registry; the clients' local GD is closed-form linear algebra here.
+// The problem comes from data/synthetic/linear_regression.h. The server side is the
+// registered "fedavg" and "fedexp" aggregators, created through the registry; the
+// clients' local GD is closed-form linear algebra here.
 //
 //   bazel run -c opt //experiments/fedexp:linear_regression -- --output_dir=results/fedexp_linreg
 //
@@ -30,6 +31,7 @@
 #include "absl/strings/str_format.h"
 #include "aggregators/fedavg/fedavg_options.pb.h"
 #include "aggregators/fedexp/fedexp_options.pb.h"
+#include "data/synthetic/linear_regression.h"
 #include "fl/aggregator.h"
 #include "fl/client_hook.h"
 #include "fl/registry.h"
@@ -45,27 +47,15 @@ ABSL_FLAG(uint64_t, seed, 1, "Seed of the problem instance.");
 
 namespace {
 
-struct Problem {
-  std::vector<at::Tensor> x;  // per client: samples x dims
-  std::vector<at::Tensor> y;  // per client: samples
-  at::Tensor w_star;          // minimum-norm solution of the stacked system
-};
+using Problem = data::LinearRegressionProblem;
 
 Problem MakeProblem() {
-  at::manual_seed(absl::GetFlag(FLAGS_seed));
-  Problem p;
-  const auto opts = at::TensorOptions().dtype(at::kDouble);
-  for (int i = 0; i < absl::GetFlag(FLAGS_clients); ++i) {
-    at::Tensor x = at::randn({absl::GetFlag(FLAGS_samples_per_client), absl::GetFlag(FLAGS_dims)}, opts);
-    p.x.push_back(x / x.norm(2, {1}, /*keepdim=*/true));
-    at::Tensor y = at::randn({absl::GetFlag(FLAGS_samples_per_client)}, opts);
-    p.y.push_back(y / y.norm());
-  }
-  const at::Tensor x = at::cat(p.x);
-  const at::Tensor y = at::cat(p.y);
-  // w* = X^T (X X^T)^{-1} y: the solution reached from w = 0 (iterates stay in X's row space).
-  p.w_star = x.t().matmul(at::linalg_solve(x.matmul(x.t()), y));
-  return p;
+  data::LinearRegressionConfig config;
+  config.dims = absl::GetFlag(FLAGS_dims);
+  config.clients = absl::GetFlag(FLAGS_clients);
+  config.samples_per_client = absl::GetFlag(FLAGS_samples_per_client);
+  config.seed = absl::GetFlag(FLAGS_seed);
+  return data::MakeLinearRegression(config);
 }
 
 fl::ModelState State(const at::Tensor& w) { return fl::ModelState({{"w", w, false}}); }

@@ -30,8 +30,9 @@ class DirichletPartitioner : public fl::Partitioner {
       : alpha_(alpha), min_size_(min_size), balance_(balance), max_attempts_(max_attempts) {}
 
   absl::StatusOr<std::vector<std::vector<int64_t>>> Partition(
-      absl::Span<const int64_t> labels, int64_t num_classes, int num_clients,
-      std::mt19937_64& rng) const override {
+      const fl::PartitionInput& input, int num_clients, std::mt19937_64& rng) const override {
+    const absl::Span<const int64_t> labels = input.labels;
+    const int64_t num_classes = input.num_classes;
     const auto n = static_cast<int64_t>(labels.size());
     if (static_cast<int64_t>(num_clients) * min_size_ > n) {
       return absl::InvalidArgumentError(absl::StrCat(

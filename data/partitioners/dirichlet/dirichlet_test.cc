@@ -41,7 +41,7 @@ double MeanDominantClasses(const std::vector<std::vector<int64_t>>& shares,
 TEST(DirichletTest, PartitionIsDisjointCompleteAndRespectsMinSize) {
   const auto labels = Labels(6000, 10);
   std::mt19937_64 rng(1);
-  auto shares = (*Dirichlet(0.5, 20))->Partition(labels, 10, 30, rng);
+  auto shares = (*Dirichlet(0.5, 20))->Partition({labels, 10}, 30, rng);
   ASSERT_TRUE(shares.ok()) << shares.status();
   ASSERT_EQ(shares->size(), 30);
   std::set<int64_t> seen;
@@ -58,8 +58,8 @@ TEST(DirichletTest, PartitionIsDisjointCompleteAndRespectsMinSize) {
 TEST(DirichletTest, SmallAlphaSkewsLargeAlphaDoesNot) {
   const auto labels = Labels(10000, 10);
   std::mt19937_64 rng_small(2), rng_large(2);
-  auto skewed = (*Dirichlet(0.1))->Partition(labels, 10, 20, rng_small);
-  auto mixed = (*Dirichlet(100))->Partition(labels, 10, 20, rng_large);
+  auto skewed = (*Dirichlet(0.1))->Partition({labels, 10}, 20, rng_small);
+  auto mixed = (*Dirichlet(100))->Partition({labels, 10}, 20, rng_large);
   ASSERT_TRUE(skewed.ok() && mixed.ok());
   // Dir(0.1) puts most of each client's mass on 1-3 classes; Dir(100) on all 10.
   EXPECT_LT(MeanDominantClasses(*skewed, labels, 10), 4.0);
@@ -70,9 +70,9 @@ TEST(DirichletTest, SameSeedSamePartition) {
   const auto labels = Labels(2000, 10);
   std::mt19937_64 a(5), b(5), c(6);
   auto p = *Dirichlet(0.3);
-  const auto first = *p->Partition(labels, 10, 10, a);
-  EXPECT_EQ(first, *p->Partition(labels, 10, 10, b));
-  EXPECT_NE(first, *p->Partition(labels, 10, 10, c));
+  const auto first = *p->Partition({labels, 10}, 10, a);
+  EXPECT_EQ(first, *p->Partition({labels, 10}, 10, b));
+  EXPECT_NE(first, *p->Partition({labels, 10}, 10, c));
 }
 
 TEST(DirichletTest, BadOptionsAreReportedTogether) {
@@ -85,7 +85,7 @@ TEST(DirichletTest, BadOptionsAreReportedTogether) {
 TEST(DirichletTest, ImpossibleMinSizeIsAnError) {
   const auto labels = Labels(100, 10);
   std::mt19937_64 rng(1);
-  auto shares = (*Dirichlet(0.5, 20))->Partition(labels, 10, 10, rng);
+  auto shares = (*Dirichlet(0.5, 20))->Partition({labels, 10}, 10, rng);
   EXPECT_EQ(shares.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(shares.status().message(), ::testing::HasSubstr("need 200"));
 }

@@ -60,8 +60,9 @@ class DirichletEqualPartitioner : public fl::Partitioner {
   explicit DirichletEqualPartitioner(double alpha) : alpha_(alpha) {}
 
   absl::StatusOr<std::vector<std::vector<int64_t>>> Partition(
-      absl::Span<const int64_t> labels, int64_t num_classes, int num_clients,
-      std::mt19937_64& rng) const override {
+      const fl::PartitionInput& input, int num_clients, std::mt19937_64& rng) const override {
+    const absl::Span<const int64_t> labels = input.labels;
+    const int64_t num_classes = input.num_classes;
     const auto n = static_cast<int64_t>(labels.size());
     if (num_clients < 1) {
       return absl::InvalidArgumentError(

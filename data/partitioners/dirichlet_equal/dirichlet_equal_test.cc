@@ -66,7 +66,7 @@ TEST(DirichletEqualTest, EveryClientGetsExactlyFloorNOverClients) {
   // 1003 = 7 * 143 + 2: two examples stay unused.
   const auto labels = Labels(1003, 10);
   std::mt19937_64 rng(1);
-  auto shares = (*DirichletEqual(0.5))->Partition(labels, 10, 7, rng);
+  auto shares = (*DirichletEqual(0.5))->Partition({labels, 10}, 7, rng);
   ASSERT_TRUE(shares.ok()) << shares.status();
   ExpectEqualDisjointShares(*shares, 1003, 7);
 }
@@ -74,7 +74,7 @@ TEST(DirichletEqualTest, EveryClientGetsExactlyFloorNOverClients) {
 TEST(DirichletEqualTest, DivisibleSetIsUsedCompletely) {
   const auto labels = Labels(1000, 10);
   std::mt19937_64 rng(2);
-  auto shares = (*DirichletEqual(0.3))->Partition(labels, 10, 10, rng);
+  auto shares = (*DirichletEqual(0.3))->Partition({labels, 10}, 10, rng);
   ASSERT_TRUE(shares.ok()) << shares.status();
   ExpectEqualDisjointShares(*shares, 1000, 10);
 }
@@ -82,7 +82,7 @@ TEST(DirichletEqualTest, DivisibleSetIsUsedCompletely) {
 TEST(DirichletEqualTest, FashionMnistSizedSetOverOneHundredClients) {
   const auto labels = Labels(60000, 10);
   std::mt19937_64 rng(3);
-  auto shares = (*DirichletEqual(0.3))->Partition(labels, 10, 100, rng);
+  auto shares = (*DirichletEqual(0.3))->Partition({labels, 10}, 100, rng);
   ASSERT_TRUE(shares.ok()) << shares.status();
   ExpectEqualDisjointShares(*shares, 60000, 100);
 }
@@ -90,8 +90,8 @@ TEST(DirichletEqualTest, FashionMnistSizedSetOverOneHundredClients) {
 TEST(DirichletEqualTest, SmallAlphaSkewsLargeAlphaDoesNot) {
   const auto labels = Labels(10000, 10);
   std::mt19937_64 rng_small(4), rng_large(4);
-  auto skewed = (*DirichletEqual(0.1))->Partition(labels, 10, 20, rng_small);
-  auto mixed = (*DirichletEqual(100))->Partition(labels, 10, 20, rng_large);
+  auto skewed = (*DirichletEqual(0.1))->Partition({labels, 10}, 20, rng_small);
+  auto mixed = (*DirichletEqual(100))->Partition({labels, 10}, 20, rng_large);
   ASSERT_TRUE(skewed.ok() && mixed.ok());
   const double skewed_distance = MeanDistanceFromGlobalMix(*skewed, labels, 10);
   const double mixed_distance = MeanDistanceFromGlobalMix(*mixed, labels, 10);
@@ -107,9 +107,9 @@ TEST(DirichletEqualTest, SameSeedSamePartitionOtherSeedOther) {
   const auto labels = Labels(2000, 10);
   std::mt19937_64 a(5), b(5), c(6);
   auto p = *DirichletEqual(0.3);
-  const auto first = *p->Partition(labels, 10, 10, a);
-  EXPECT_EQ(first, *p->Partition(labels, 10, 10, b));
-  EXPECT_NE(first, *p->Partition(labels, 10, 10, c));
+  const auto first = *p->Partition({labels, 10}, 10, a);
+  EXPECT_EQ(first, *p->Partition({labels, 10}, 10, b));
+  EXPECT_NE(first, *p->Partition({labels, 10}, 10, c));
 }
 
 TEST(DirichletEqualTest, ExhaustedClassesDoNotBreakEqualSizes) {
@@ -120,7 +120,7 @@ TEST(DirichletEqualTest, ExhaustedClassesDoNotBreakEqualSizes) {
   const auto n = static_cast<int64_t>(labels.size());  // 1999
   for (double alpha : {0.01, 0.5, 100.0}) {
     std::mt19937_64 rng(7);
-    auto shares = (*DirichletEqual(alpha))->Partition(labels, 12, 9, rng);
+    auto shares = (*DirichletEqual(alpha))->Partition({labels, 12}, 9, rng);
     ASSERT_TRUE(shares.ok()) << shares.status();
     ExpectEqualDisjointShares(*shares, n, 9);
   }
@@ -131,7 +131,7 @@ TEST(DirichletEqualTest, TinyAlphaStillDealsEveryShare) {
   // becomes a point mass, so a client is one class until that class runs out.
   const auto labels = Labels(6000, 10);
   std::mt19937_64 rng(8);
-  auto shares = (*DirichletEqual(1e-6))->Partition(labels, 10, 30, rng);
+  auto shares = (*DirichletEqual(1e-6))->Partition({labels, 10}, 30, rng);
   ASSERT_TRUE(shares.ok()) << shares.status();
   ExpectEqualDisjointShares(*shares, 6000, 30);
   // Over-demanded classes run out and their clients fill up from the rest, so this
@@ -164,15 +164,15 @@ TEST(DirichletEqualTest, ImpossibleRequestsAreErrors) {
   auto p = *DirichletEqual(0.5);
   std::mt19937_64 rng(1);
   const std::vector<int64_t> three(3, 0);
-  auto too_many = p->Partition(three, 1, 4, rng);
+  auto too_many = p->Partition({three, 1}, 4, rng);
   EXPECT_EQ(too_many.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(std::string(too_many.status().message()), "4 clients but only 3 training examples");
 
-  auto none = p->Partition(three, 1, 0, rng);
+  auto none = p->Partition({three, 1}, 0, rng);
   EXPECT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(std::string(none.status().message()), "num_clients: must be >= 1, got 0");
 
-  auto bad_label = p->Partition(std::vector<int64_t>{0, 2, 1}, 2, 1, rng);
+  auto bad_label = p->Partition({std::vector<int64_t>{0, 2, 1}, 2}, 1, rng);
   EXPECT_EQ(bad_label.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(std::string(bad_label.status().message()), "labels[1]: must be in [0, 2), got 2");
 }

@@ -1,5 +1,6 @@
 // IID partition: shuffle the training set and deal it into equal shares, so every
-// client's label mix matches the whole set's in expectation.
+// client's label mix matches the whole set's in expectation. IID labels with
+// unbalanced client sizes are the "unbalanced" partitioner.
 //
 //   partition { name: "iid" num_clients: 100 }
 
@@ -18,8 +19,8 @@ namespace {
 class IidPartitioner : public fl::Partitioner {
  public:
   absl::StatusOr<std::vector<std::vector<int64_t>>> Partition(
-      absl::Span<const int64_t> labels, int64_t num_classes, int num_clients,
-      std::mt19937_64& rng) const override {
+      const fl::PartitionInput& input, int num_clients, std::mt19937_64& rng) const override {
+    const absl::Span<const int64_t> labels = input.labels;
     const auto n = static_cast<int64_t>(labels.size());
     if (num_clients > n) {
       return absl::InvalidArgumentError(

@@ -16,7 +16,7 @@ TEST(IidTest, EqualSharesCoveringEveryExampleOnce) {
   std::vector<int64_t> labels(1003);
   for (size_t i = 0; i < labels.size(); ++i) labels[i] = i % 10;
   std::mt19937_64 rng(1);
-  auto shares = Iid()->Partition(labels, 10, 10, rng);
+  auto shares = Iid()->Partition({labels, 10}, 10, rng);
   ASSERT_TRUE(shares.ok()) << shares.status();
   std::set<int64_t> seen;
   for (const auto& share : *shares) {
@@ -35,7 +35,7 @@ TEST(IidTest, LabelMixFollowsTheWholeSet) {
   std::vector<int64_t> labels(10000);
   for (size_t i = 0; i < labels.size(); ++i) labels[i] = i % 10;
   std::mt19937_64 rng(3);
-  auto shares = Iid()->Partition(labels, 10, 5, rng);
+  auto shares = Iid()->Partition({labels, 10}, 5, rng);
   for (const auto& share : *shares) {
     std::vector<int> counts(10, 0);
     for (int64_t i : share) ++counts[labels[i]];
@@ -46,13 +46,13 @@ TEST(IidTest, LabelMixFollowsTheWholeSet) {
 TEST(IidTest, SameSeedSameSplit) {
   std::vector<int64_t> labels(500, 0);
   std::mt19937_64 a(9), b(9);
-  EXPECT_EQ(*Iid()->Partition(labels, 1, 7, a), *Iid()->Partition(labels, 1, 7, b));
+  EXPECT_EQ(*Iid()->Partition({labels, 1}, 7, a), *Iid()->Partition({labels, 1}, 7, b));
 }
 
 TEST(IidTest, MoreClientsThanExamplesIsAnError) {
   std::vector<int64_t> labels(3, 0);
   std::mt19937_64 rng(1);
-  auto shares = Iid()->Partition(labels, 1, 4, rng);
+  auto shares = Iid()->Partition({labels, 1}, 4, rng);
   EXPECT_EQ(shares.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(shares.status().message(), "4 clients but only 3 training examples");
 }
