@@ -10,6 +10,7 @@
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
+#include "fl/status_macros.h"
 
 namespace data {
 
@@ -87,6 +88,27 @@ absl::StatusOr<std::pair<fl::Examples, fl::Examples>> TakeLongTailed(const fl::E
   }
   return TakeCounts(from, counts, seed,
                     absl::StrCat("a long-tailed set of ", total, " (size ", size, ")"));
+}
+
+absl::StatusOr<fl::Examples> TakeProxy(const fedkit::ProxySpec& proxy, int64_t num_classes,
+                                       uint64_t seed, fl::DatasetSplits& data) {
+  if (proxy.size() == 0) return fl::Examples{};
+  auto take = [&](const fl::Examples& from) {
+    return proxy.has_imbalance() && proxy.imbalance() < 1
+               ? TakeLongTailed(from, proxy.size(), num_classes, proxy.imbalance(), seed)
+               : TakeClassBalanced(from, proxy.size(), num_classes, seed);
+  };
+  const bool from_train = proxy.split() == fedkit::ProxySpec::TRAIN;
+  fl::Examples& source = from_train ? data.train : data.test;
+  FL_ASSIGN_OR_RETURN(auto split, take(source));
+  // The choice depends only on the labels and the seed, so taking from the owner
+  // ids (as inputs beside the same labels) drops the same rows.
+  if (from_train && data.train_owners.defined()) {
+    FL_ASSIGN_OR_RETURN(auto owners, take({data.train_owners, data.train.y}));
+    data.train_owners = std::move(owners.second.x);
+  }
+  source = std::move(split.second);
+  return std::move(split.first);
 }
 
 }  // namespace data

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "fl/dataset.h"
+#include "fl/spec.pb.h"
 
 namespace data {
 
@@ -37,6 +38,15 @@ absl::StatusOr<std::pair<fl::Examples, fl::Examples>> TakeLongTailed(const fl::E
                                                                      int64_t num_classes,
                                                                      double imbalance,
                                                                      uint64_t seed);
+
+// Takes a run's server-held proxy set (server.proxy in the spec) out of `data`:
+// proxy.size examples of the split proxy.split names, class-balanced
+// (TakeClassBalanced), or long-tailed when proxy.imbalance < 1 (TakeLongTailed);
+// the rest stays in that split. Taken from TRAIN, the same rows leave
+// data.train_owners (when defined), so it stays aligned with data.train. Returns
+// the proxy set; with proxy.size 0, empty Examples and `data` unchanged.
+absl::StatusOr<fl::Examples> TakeProxy(const fedkit::ProxySpec& proxy, int64_t num_classes,
+                                       uint64_t seed, fl::DatasetSplits& data);
 
 }  // namespace data
 

@@ -84,5 +84,73 @@ TEST(LongTailedTest, AnEmptySetIsAnError) {
   EXPECT_EQ(split.status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+// Train: ThreeClasses() with owner ids 7 * x; test: ThreeClasses() with x + 100.
+fl::DatasetSplits TrainAndTest() {
+  fl::DatasetSplits data;
+  data.train = ThreeClasses();
+  data.train_owners = at::arange(30, at::kLong).mul(7);
+  data.test = ThreeClasses();
+  data.test.x = data.test.x + 100;
+  return data;
+}
+
+fedkit::ProxySpec Proxy(fedkit::ProxySpec::Split split, int size) {
+  fedkit::ProxySpec proxy;
+  proxy.set_split(split);
+  proxy.set_size(size);
+  return proxy;
+}
+
+TEST(TakeProxyTest, FromTestLeavesTrainAlone) {
+  fl::DatasetSplits data = TrainAndTest();
+  auto proxy = TakeProxy(Proxy(fedkit::ProxySpec::TEST, 6), 3, 5, data);
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  auto expected = TakeClassBalanced(TrainAndTest().test, 6, 3, 5);
+  EXPECT_TRUE(proxy->x.equal(expected->first.x));
+  EXPECT_TRUE(proxy->y.equal(expected->first.y));
+  EXPECT_TRUE(data.test.x.equal(expected->second.x));
+  EXPECT_EQ(data.test.size(), 24);
+  EXPECT_TRUE(data.train.x.equal(ThreeClasses().x));
+  EXPECT_EQ(data.train_owners.numel(), 30);
+}
+
+TEST(TakeProxyTest, FromTrainDropsTheSameOwnerIds) {
+  fl::DatasetSplits data = TrainAndTest();
+  auto proxy = TakeProxy(Proxy(fedkit::ProxySpec::TRAIN, 9), 3, 4, data);
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  EXPECT_TRUE(at::bincount(proxy->y, {}, 3).equal(at::tensor({3, 3, 3}, at::kLong)));
+  EXPECT_EQ(data.train.size(), 21);
+  EXPECT_TRUE(data.train_owners.equal(data.train.x.flatten().to(at::kLong).mul(7)));
+  EXPECT_EQ(data.test.size(), 30);
+}
+
+TEST(TakeProxyTest, ImbalanceBelowOneIsLongTailed) {
+  fl::DatasetSplits data = TrainAndTest();
+  fedkit::ProxySpec spec = Proxy(fedkit::ProxySpec::TEST, 9);
+  spec.set_imbalance(0.25);
+  auto proxy = TakeProxy(spec, 3, 1, data);
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  // floor(3 * 0.25^(c/2)) = 3, 1, 0, as LongTailedTest.TakesTheCountsAndKeepsTheRest.
+  EXPECT_TRUE(at::bincount(proxy->y, {}, 3).equal(at::tensor({3, 1, 0}, at::kLong)));
+  EXPECT_EQ(data.test.size(), 26);
+}
+
+TEST(TakeProxyTest, SizeZeroTakesNothing) {
+  fl::DatasetSplits data = TrainAndTest();
+  auto proxy = TakeProxy(Proxy(fedkit::ProxySpec::TRAIN, 0), 3, 1, data);
+  ASSERT_TRUE(proxy.ok());
+  EXPECT_EQ(proxy->size(), 0);
+  EXPECT_EQ(data.train.size(), 30);
+  EXPECT_EQ(data.train_owners.numel(), 30);
+}
+
+TEST(TakeProxyTest, TooLargeIsAnErrorAndChangesNothing) {
+  fl::DatasetSplits data = TrainAndTest();
+  auto proxy = TakeProxy(Proxy(fedkit::ProxySpec::TRAIN, 31), 3, 1, data);
+  EXPECT_EQ(proxy.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(data.train.size(), 30);
+  EXPECT_EQ(data.train_owners.numel(), 30);
+}
+
 }  // namespace
 }  // namespace data

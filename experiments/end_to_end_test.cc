@@ -49,7 +49,9 @@ constexpr char kSmallSpec[] = R"pb(
 fedkit::ExperimentSpec Spec(const std::string& overrides = "") {
   auto spec = fl::ParseSpec(kSmallSpec, "kSmallSpec");
   EXPECT_TRUE(spec.ok()) << spec.status();
-  if (!overrides.empty()) EXPECT_TRUE(fl::ApplyOverride(overrides, *spec).ok());
+  if (!overrides.empty()) {
+    EXPECT_TRUE(fl::ApplyOverride(overrides, *spec).ok());
+  }
   return *spec;
 }
 

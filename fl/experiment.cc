@@ -136,17 +136,6 @@ void ValidateCore(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
   }
 }
 
-// The proxy set and what is left of `source`: class-balanced, or long-tailed when
-// server.proxy.imbalance < 1.
-absl::StatusOr<std::pair<Examples, Examples>> TakeProxy(const Examples& source,
-                                                        const fedkit::ProxySpec& proxy,
-                                                        int64_t num_classes, uint64_t seed) {
-  if (proxy.has_imbalance() && proxy.imbalance() < 1) {
-    return data::TakeLongTailed(source, proxy.size(), num_classes, proxy.imbalance(), seed);
-  }
-  return data::TakeClassBalanced(source, proxy.size(), num_classes, seed);
-}
-
 absl::StatusOr<std::unique_ptr<Model>> NewModel(const fedkit::ExperimentSpec& spec,
                                                 const DatasetInfo& info,
                                                 const c10::Device& device) {
@@ -223,25 +212,11 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   FL_RETURN_IF_ERROR(CheckLabels(data.train, info.num_classes, "train"));
   FL_RETURN_IF_ERROR(CheckLabels(data.test, info.num_classes, "test"));
 
-  // A proxy carved out of TRAIN drops rows from it. TakeProxy's choice depends
-  // only on the labels and the seed, so the same call on the owner ids drops the same rows.
-  if (data.train_owners.defined() && spec.server().proxy().size() > 0 &&
-      spec.server().proxy().split() == fedkit::ProxySpec::TRAIN) {
-    FL_ASSIGN_OR_RETURN(auto owners,
-                        TakeProxy({data.train_owners, data.train.y}, spec.server().proxy(),
-                                  info.num_classes,
-                                  DeriveSeed(spec.seed(), SeedStream::kProxySplit)));
-    data.train_owners = owners.second.x;
-  }
   Examples proxy;
   if (spec.server().proxy().size() > 0) {
-    Examples& source =
-        spec.server().proxy().split() == fedkit::ProxySpec::TRAIN ? data.train : data.test;
-    FL_ASSIGN_OR_RETURN(
-        auto split, TakeProxy(source, spec.server().proxy(), info.num_classes,
-                              DeriveSeed(spec.seed(), SeedStream::kProxySplit)));
-    proxy = std::move(split.first);
-    source = std::move(split.second);
+    FL_ASSIGN_OR_RETURN(proxy, data::TakeProxy(spec.server().proxy(), info.num_classes,
+                                               DeriveSeed(spec.seed(), SeedStream::kProxySplit),
+                                               data));
     proxy = {proxy.x.to(device), proxy.y.to(device)};
   }
 

@@ -90,23 +90,10 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> PartitionAsARun(
   const int64_t num_classes = plugins.dataset->info().num_classes;
   FL_RETURN_IF_ERROR(plugins.dataset->CheckAvailable());
   FL_ASSIGN_OR_RETURN(fl::DatasetSplits data, plugins.dataset->Load());
-  // As RunExperiment (its TakeProxy): a proxy set taken from TRAIN is not the
-  // clients'; owner ids follow the same rows.
-  const fedkit::ProxySpec& proxy = spec.server().proxy();
-  if (proxy.size() > 0 && proxy.split() == fedkit::ProxySpec::TRAIN) {
-    const uint64_t seed = fl::DeriveSeed(spec.seed(), fl::SeedStream::kProxySplit);
-    auto take = [&](const fl::Examples& from) {
-      return proxy.has_imbalance() && proxy.imbalance() < 1
-                 ? data::TakeLongTailed(from, proxy.size(), num_classes, proxy.imbalance(), seed)
-                 : data::TakeClassBalanced(from, proxy.size(), num_classes, seed);
-    };
-    if (data.train_owners.defined()) {
-      FL_ASSIGN_OR_RETURN(auto owners, take({data.train_owners, data.train.y}));
-      data.train_owners = owners.second.x;
-    }
-    FL_ASSIGN_OR_RETURN(auto split, take(data.train));
-    data.train = split.second;
-  }
+  // As RunExperiment: a proxy set taken from TRAIN is not the clients'.
+  FL_RETURN_IF_ERROR(data::TakeProxy(spec.server().proxy(), num_classes,
+                                     fl::DeriveSeed(spec.seed(), fl::SeedStream::kProxySplit), data)
+                         .status());
   labels = ToVector(data.train.y);
   for (size_t i = 0; i < labels.size(); ++i) {
     if (labels[i] < 0 || labels[i] >= num_classes) {

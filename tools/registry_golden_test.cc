@@ -16,7 +16,7 @@ namespace {
 using ::testing::ElementsAre;
 
 TEST(RegistryGoldenTest, Datasets) {
-  EXPECT_THAT(fl::Registry<fl::Dataset>::Global().Names(), ElementsAre("cifar10", "cifar100", "cinic10", "emnist", "fashion_mnist", "mnist", "synthetic_leaf"));
+  EXPECT_THAT(fl::Registry<fl::Dataset>::Global().Names(), ElementsAre("cifar10", "cifar100", "cinic10", "emnist", "fashion_mnist", "mnist", "shakespeare", "synthetic_leaf"));
 }
 
 TEST(RegistryGoldenTest, Partitioners) {

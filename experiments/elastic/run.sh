@@ -3,7 +3,7 @@
 # BLAS thread each, then writes table.md and the accuracy curves.
 #   experiments/elastic/run.sh SETTING [ROUNDS]
 # SETTING is a spec in this folder: fmnist_mlp (FedAvg vs Elastic paper mode vs
-# FL-bench mode), logreg_fmnist / logreg_mnist (naive vs elastic, the paper's
+# FL-bench mode; METHODS=elastic_1batch adds paper mode with B_k = one batch), logreg_fmnist / logreg_mnist (naive vs elastic, the paper's
 # unbalanced logistic-regression row).
 #   METHODS="fedavg elastic" SEEDS="1" experiments/elastic/run.sh fmnist_mlp 20
 # Results: experiments/elastic/results/SETTING/<method>_seed<S>/, table.md, *.png.
@@ -23,6 +23,8 @@ run_one() {
   case "$method" in
     fedavg) aggregator='name: "fedavg" options { [type.googleapis.com/fedkit.aggregators.FedAvgOptions] { server_lr: 1 } }' ;;
     elastic) aggregator='name: "elastic" options { [type.googleapis.com/fedkit.aggregators.ElasticOptions] { mode: PAPER } }' ;;
+    # B_k = one mini-batch instead of 30 % of the client's data (METHODS.md 1.8).
+    elastic_1batch) aggregator='name: "elastic" options { [type.googleapis.com/fedkit.aggregators.ElasticOptions] { mode: PAPER sensitivity { holdout_batches: 1 } } }' ;;
     elastic_flbench) aggregator='name: "elastic" options { [type.googleapis.com/fedkit.aggregators.ElasticOptions] { mode: FLBENCH } }' ;;
     *) echo "unknown method $method"; return 1 ;;
   esac

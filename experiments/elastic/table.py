@@ -13,6 +13,7 @@ import statistics
 import sys
 
 METHODS = [("fedavg", "FedAvg (naive)"), ("elastic", "Elastic (paper mode)"),
+           ("elastic_1batch", "Elastic (paper mode, B_k = 1 batch)"),
            ("elastic_flbench", "Elastic (FL-bench mode)")]
 
 
