@@ -2,6 +2,9 @@
 // machine's physical bounds, in one Google Benchmark binary:
 //
 //   aggregate/<name>/K:<k>/P:<p>/<device>  Configure + K x Accumulate + Finalize
+//   aggregate_proxy/<name>/K:<k>/P:<p>/proxy:<n>/<device>
+//                                          the same round of a method that trains on
+//                                          a server proxy set of n examples
 //   bound/read/K:<k>/P:<p>/<device>        at::sum of every update: read each once
 //   bound/stream/K:<k>/P:<p>/<device>      sum_k n_k u_k into one buffer, then
 //                                          global + sum / sum_k n_k: the least a
@@ -11,17 +14,37 @@
 // for K in {10, 100} clients and P in {0.1M, 1.6M, 11M} float32 parameters, on the
 // CPU and, where torch::cuda::is_available(), on CUDA. The aggregators come from
 // fl::Registry<fl::Aggregator> at start-up, so a newly linked one is measured with no
-// code here. Every row reads the same K x P floats, so compare bytes_per_second (or
-// ns_per_client_param) of an aggregate row with the bound rows of the same shape:
-// ratios within one run are meaningful; absolute numbers depend on the machine and
-// its load (Debian's libbenchmark is a debug build and says so; that does not touch
-// the code being timed).
+// code here, with its default options. Every aggregate row reads the same K x P
+// floats, so compare bytes_per_second (or ns_per_client_param) of an aggregate row
+// with the bound rows of the same shape: ratios within one run are meaningful;
+// absolute numbers depend on the machine and its load (Debian's libbenchmark is a
+// debug build and says so; that does not touch the code being timed).
+//
+// An aggregator whose properties() declare uses_proxy (FedLAW, Server-FT, FedDF, or
+// Elastic over one of them) spends its round in forward/backward passes of the model
+// over the proxy set, not in a pass over the updates: it gets the aggregate_proxy
+// family instead, timed end to end (for about a second, not a byte budget) on a grid
+// that shows its scaling in P and proxy size at K = 10 and in K at P = 0.1M
+// (kProxyGrid), with a proxy of random inputs of the synthetic model's shape and
+// random labels. The family is chosen by the declared property rather than by
+// watching what a round touches, so the choice is made before anything runs and
+// names no plugin. The element-wise rows lend no proxy, so an aggregator that needs
+// one but does not say so fails its row (and the conformance suite).
 //
 // Counters: bytes_per_second (K P 4 bytes of client deltas per round), items_per_second
 // (client parameters per second), ns_per_client_param (wall ns / (K P); the console
 // prints it with SI prefixes, "250m" = 0.25 ns), peak_extra_mb (the peak resident
 // memory one round adds on top of its inputs, CPU rows only, see MeasurePeakExtra)
-// and state_mb (what SaveState holds between rounds). matmul rows report FLOPS.
+// state_mb (what SaveState holds between rounds) and input_mb (what the K clients
+// send per round: deltas plus the extras the aggregator's hooks add, such as
+// SCAFFOLD's control variates or Elastic's sensitivities, so an aggregator reading
+// more than K P floats shows it). matmul rows report FLOPS.
+// aggregate_proxy rows count the forward passes of the server models the round
+// builds through ServerContext::new_model: server_steps (passes with gradients, i.e.
+// training steps, per round), ns_per_server_step (round time / server_steps),
+// ns_per_proxy_example (round time / examples those steps saw: the time per proxy
+// example-epoch) and eval_examples (examples forwarded without gradients per round:
+// proxy losses, FedDF's K teachers).
 //
 //   bazel run -c opt //aggregators:aggregation_benchmark -- --benchmark_format=json --benchmark_out=/tmp/agg.json
 //   bazel run -c opt //aggregators:aggregation_benchmark -- --benchmark_filter='fedavg|bound' --max_params=1600000
@@ -32,6 +55,9 @@
 // 2 GB of updates (at least 2 rounds); a full CPU run (62 rows) took 70 s on the 2-core
 // development machine, half of it on the K = 100, P = 11M shape, whose inputs are
 // 4.4 GB (8.8 GB with SCAFFOLD's control variates: the run peaks at about 9 GB RSS).
+// The 18 aggregate_proxy rows took about 1.5 minutes more on that machine while
+// it was busy with other runs; FedLAW's default 20 epochs over a 1000-example proxy
+// of the 1.6M model, its costliest row, is about 6 s per round there.
 
 #include <malloc.h>
 
@@ -83,9 +109,25 @@ constexpr double kLocalLearningRate = 0.1;
 constexpr int64_t kLocalSteps = 10;
 // Clients in the federation (SCAFFOLD scales its control-variate step by K / N).
 constexpr int kFederationSize = 1000;
-// A tiny example set, for hooks that look at a client's data (SCAFFOLD's option I)
-// and as the server's proxy split (FedLAW-like methods).
+// A tiny example set, for hooks that look at a client's data (SCAFFOLD's option I,
+// Elastic's sensitivity).
 constexpr int64_t kDummyExamples = 8;
+// The aggregate_proxy shapes: K, P and proxy size (200 is FedLAW's default proxy:
+// 200 class-balanced test images). Scaling in P and proxy size at K = 10, in K at
+// P = 0.1M; few points, since each round is Es epochs of the model over the proxy.
+struct ProxyShape {
+  int k = 0;
+  int64_t p = 0;
+  int64_t proxy = 0;
+};
+constexpr ProxyShape kProxyGrid[] = {
+    {10, 100'000, 200},   {10, 100'000, 1000},  {10, 1'600'000, 200},
+    {10, 1'600'000, 1000}, {20, 100'000, 200},  {100, 100'000, 200},
+};
+// An aggregate_proxy row times rounds until they add up to this many seconds (at
+// least one round), as Google Benchmark does by default: its rounds take from tens
+// of milliseconds to seconds.
+constexpr double kProxyMinSeconds = 1.0;
 // Bytes of client deltas each aggregate/stream/read row reads in its timed rounds;
 // at least kMinRounds rounds. 2 GB is 2 rounds of the largest shape (4.4 GB each).
 constexpr double kTimedBytes = 2e9;
@@ -126,9 +168,18 @@ Shape ShapeFor(int64_t p) {
   return shape;
 }
 
+// Forward passes of the server models a round builds: those with gradients are
+// training steps, the others evaluations.
+struct ForwardCounts {
+  int64_t train_calls = 0;
+  int64_t train_examples = 0;
+  int64_t eval_examples = 0;
+};
+
 class SyntheticModel : public fl::Model {
  public:
-  explicit SyntheticModel(const Shape& s) {
+  // `counts` (may be null) must outlive the model.
+  explicit SyntheticModel(const Shape& s, ForwardCounts* counts = nullptr) : counts_(counts) {
     CHECK_GE(s.inputs, 1) << "model too small for its shape";
     w1_ = register_parameter("fc1_weight", at::empty({s.hidden, s.inputs}).normal_(0, 0.02));
     b1_ = register_parameter("fc1_bias", at::zeros({s.hidden}));
@@ -140,6 +191,14 @@ class SyntheticModel : public fl::Model {
   }
 
   at::Tensor Forward(const at::Tensor& x) override {
+    if (counts_ != nullptr) {
+      if (at::GradMode::is_enabled()) {
+        ++counts_->train_calls;
+        counts_->train_examples += x.size(0);
+      } else {
+        counts_->eval_examples += x.size(0);
+      }
+    }
     at::Tensor h = at::relu(at::linear(x.flatten(1), w1_, b1_) - mean_);
     h = at::relu(at::linear(h, w2_, b2_));
     return at::linear(h, w3_, b3_);
@@ -147,6 +206,7 @@ class SyntheticModel : public fl::Model {
 
  private:
   at::Tensor w1_, b1_, w2_, b2_, w3_, b3_, mean_;
+  ForwardCounts* counts_;
 };
 
 std::string DeviceName(const at::Device& device) { return device.is_cuda() ? "cuda" : "cpu"; }
@@ -235,6 +295,21 @@ absl::StatusOr<Inputs*> GetInputs(int k, int64_t p, const at::Device& device) {
   }
   cached = std::move(inputs);
   return cached.get();
+}
+
+// A server proxy set of n examples shaped like the synthetic model's inputs, with
+// random labels: the proxy methods' cost depends on its size, not its content.
+absl::StatusOr<fl::Examples> MakeProxy(const Shape& shape, int64_t n, const at::Device& device) {
+  fl::Examples proxy;
+  absl::Status status = Guard([&] {
+    at::manual_seed(static_cast<uint64_t>(n));
+    const at::TensorOptions on_device = at::TensorOptions().device(device);
+    proxy = {at::randn({n, shape.inputs}, on_device),
+             at::randint(0, shape.classes, {n}, on_device.dtype(at::kLong))};
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  return proxy;
 }
 
 // ---------------------------------------------------------------------------
@@ -432,11 +507,16 @@ void Skip(benchmark::State& state, const std::string& row, const absl::Status& s
   state.SkipWithError(absl::StrCat(row, ": ", status.message()).c_str());
 }
 
+// One row of the aggregate family (proxy_size == 0: no proxy lent) or of the
+// aggregate_proxy family (a proxy of proxy_size random examples).
 void BenchAggregate(benchmark::State& state, const std::string& name, int k, int64_t p,
-                    const at::Device& device) {
+                    int64_t proxy_size, const at::Device& device) {
   const std::string row = absl::StrCat("aggregator \"", name, "\"");
   absl::StatusOr<Inputs*> inputs = GetInputs(k, p, device);
   if (!inputs.ok()) return Skip(state, row, inputs.status());
+  // Outlive the aggregator, whose server models point at them.
+  ForwardCounts counts;
+  fl::Examples proxy;
   auto created = fl::Registry<fl::Aggregator>::Global().Create(name, {});
   if (!created.ok()) return Skip(state, row, created.status());
   fl::Aggregator& aggregator = **created;
@@ -445,18 +525,25 @@ void BenchAggregate(benchmark::State& state, const std::string& name, int k, int
   context.device = device;
   context.num_clients = kFederationSize;
   const Shape shape = (*inputs)->shape;
-  context.new_model = [shape, device]() -> absl::StatusOr<std::unique_ptr<fl::Model>> {
-    auto model = std::make_unique<SyntheticModel>(shape);
+  context.new_model = [shape, device,
+                       &counts]() -> absl::StatusOr<std::unique_ptr<fl::Model>> {
+    auto model = std::make_unique<SyntheticModel>(shape, &counts);
     model->to(device);
     return std::unique_ptr<fl::Model>(std::move(model));
   };
-  context.proxy = &(*inputs)->examples;
+  if (proxy_size > 0) {
+    absl::StatusOr<fl::Examples> made = MakeProxy(shape, proxy_size, device);
+    if (!made.ok()) return Skip(state, row, made.status());
+    proxy = *std::move(made);
+    context.proxy = &proxy;
+  }
 
   absl::StatusOr<std::vector<fl::ClientUpdate>> updates = MakeUpdates(name, **inputs, context);
   if (!updates.ok()) return Skip(state, row, updates.status());
 
   // Round 1, untimed: allocates the aggregator's persistent state (moments, control
-  // variates) and wakes LibTorch's thread pool, as in any round after the first.
+  // variates, server models) and wakes LibTorch's thread pool, as in any round after
+  // the first.
   int round = 0;
   auto next_round = [&] {
     context.round = ++round;
@@ -473,7 +560,6 @@ void BenchAggregate(benchmark::State& state, const std::string& name, int k, int
     CachedInputs().reset();
     inputs = GetInputs(k, p, device);
     if (!inputs.ok()) return Skip(state, row, inputs.status());
-    context.proxy = &(*inputs)->examples;
     updates = MakeUpdates(name, **inputs, context);
     if (!updates.ok()) return Skip(state, row, updates.status());
     state.SetLabel("writes into its inputs: each round gets fresh copies, made untimed");
@@ -484,6 +570,7 @@ void BenchAggregate(benchmark::State& state, const std::string& name, int k, int
   auto round_inputs = [&]() -> const std::vector<fl::ClientUpdate>& {
     return clone_inputs ? copies : *updates;
   };
+  counts = {};
   double elapsed_ns = 0;
   for (auto _ : state) {
     if (clone_inputs) {
@@ -504,7 +591,18 @@ void BenchAggregate(benchmark::State& state, const std::string& name, int k, int
     }
   }
   if (!status.ok()) return;
-  SetThroughput(state, k, p, elapsed_ns);
+  if (proxy_size == 0) {
+    SetThroughput(state, k, p, elapsed_ns);
+  } else {
+    const auto rounds = static_cast<double>(state.iterations());
+    state.counters["server_steps"] = counts.train_calls / rounds;
+    state.counters["eval_examples"] = counts.eval_examples / rounds;
+    if (counts.train_calls > 0) {
+      state.counters["ns_per_server_step"] = elapsed_ns / static_cast<double>(counts.train_calls);
+      state.counters["ns_per_proxy_example"] =
+          elapsed_ns / static_cast<double>(counts.train_examples);
+    }
+  }
 
   if (!device.is_cuda()) {
     if (clone_inputs) {
@@ -521,6 +619,9 @@ void BenchAggregate(benchmark::State& state, const std::string& name, int k, int
   int64_t state_bytes = 0;
   for (const auto& [key, tensor] : aggregator.SaveState()) state_bytes += tensor.nbytes();
   state.counters["state_mb"] = state_bytes / 1048576.0;
+  int64_t input_bytes = 0;
+  for (const fl::ClientUpdate& u : *updates) input_bytes += u.bytes_sent;
+  state.counters["input_mb"] = input_bytes / 1048576.0;
 }
 
 // Runs `pass` once untimed, then once per iteration, timing each; `keep` keeps its
@@ -650,7 +751,14 @@ int main(int argc, char** argv) {
 
   std::vector<at::Device> devices = {at::Device(at::kCPU)};
   if (torch::cuda::is_available()) devices.emplace_back(at::kCUDA);
-  const std::vector<std::string> names = fl::Registry<fl::Aggregator>::Global().Names();
+  // The family each aggregator's rows belong to, by its declared properties; one that
+  // fails to create gets element-wise rows, which report why.
+  std::vector<std::string> names;
+  std::vector<std::string> proxy_names;
+  for (const std::string& name : fl::Registry<fl::Aggregator>::Global().Names()) {
+    auto created = fl::Registry<fl::Aggregator>::Global().Create(name, {});
+    (created.ok() && (*created)->properties().uses_proxy ? proxy_names : names).push_back(name);
+  }
   for (const at::Device& device : devices) {
     const std::string dev = DeviceName(device);
     for (int64_t p : kParameterCounts) {
@@ -663,7 +771,7 @@ int main(int argc, char** argv) {
           benchmark::RegisterBenchmark(
               absl::StrCat("aggregate/", name, "/", shape).c_str(),
               [name, k, p, device](benchmark::State& state) {
-                BenchAggregate(state, name, k, p, device);
+                BenchAggregate(state, name, k, p, /*proxy_size=*/0, device);
               })
               ->UseRealTime()
               ->Iterations(rounds)
@@ -680,6 +788,23 @@ int main(int argc, char** argv) {
             [k, p, device](benchmark::State& state) { BenchStream(state, k, p, device); })
             ->UseRealTime()
             ->Iterations(rounds)
+            ->Unit(benchmark::kMillisecond);
+      }
+    }
+    for (const ProxyShape& ps : kProxyGrid) {
+      if (ps.p > max_params) continue;
+      for (const std::string& name : proxy_names) {
+        const int k = ps.k;
+        const int64_t p = ps.p;
+        const int64_t proxy = ps.proxy;
+        benchmark::RegisterBenchmark(
+            absl::StrCat("aggregate_proxy/", name, "/K:", k, "/P:", p, "/proxy:", proxy, "/", dev)
+                .c_str(),
+            [name, k, p, proxy, device](benchmark::State& state) {
+              BenchAggregate(state, name, k, p, proxy, device);
+            })
+            ->UseRealTime()
+            ->MinTime(kProxyMinSeconds)
             ->Unit(benchmark::kMillisecond);
       }
     }

@@ -184,6 +184,35 @@ TEST_P(ConformanceTest, StateSurvivesSaveAndRestore) {
   ExpectClose(Round(*restored, after_one, second), Round(*original, after_one, second), 1e-6);
 }
 
+// uses_proxy is declared, and the benchmark picks its family by it: without a proxy
+// a method that claims it fails the round, one that does not gives its usual result.
+TEST_P(ConformanceTest, NeedsAProxyExactlyWhenItSaysSo) {
+  std::vector<fl::ClientUpdate> updates = Updates({{1, 10}, {2, 20}});
+  fl::ModelState with_proxy = Round(*Create(), global_, updates);
+  auto aggregator = Create();
+  context_.proxy = nullptr;
+  absl::StatusOr<fl::ModelState> next = absl::UnknownError("no round");
+  absl::StatusOr<fl::RoundPlan> plan = aggregator->Configure(global_, context_);
+  if (plan.ok()) {
+    for (const fl::ClientUpdate& u : updates) {
+      fl::ClientUpdate copy = u;
+      copy.delta = u.delta.Clone();  // Accumulate may write into what it is handed
+      for (auto& [name, extra] : copy.extras) extra = extra.Clone();
+      ASSERT_TRUE(aggregator->Accumulate(std::move(copy), context_).ok());
+    }
+    next = aggregator->Finalize(global_, context_);
+  } else {
+    next = plan.status();
+  }
+  if (aggregator->properties().uses_proxy) {
+    EXPECT_EQ(next.status().code(), absl::StatusCode::kFailedPrecondition) << next.status();
+    EXPECT_THAT(std::string(next.status().message()), ::testing::HasSubstr("server.proxy"));
+  } else {
+    ASSERT_TRUE(next.ok()) << next.status();
+    ExpectClose(*next, with_proxy, 1e-6);
+  }
+}
+
 TEST_P(ConformanceTest, RejectsAMisshapenUpdate) {
   auto aggregator = Create();
   ASSERT_TRUE(aggregator->Configure(global_, context_).ok());

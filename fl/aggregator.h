@@ -72,6 +72,12 @@ struct AggregatorProperties {
   bool order_invariant = true;
   // With default options, one client's update in gives global + that update out.
   bool single_client_identity = true;
+  // Trains or evaluates a model on ServerContext::proxy every round, and fails
+  // without one. Its cost is then server-side passes over the proxy set rather than
+  // one pass over the updates, so the aggregation benchmark times it end to end over
+  // K, P and proxy size instead of against the streaming bound. Declared, not
+  // inferred from what a round touches: the conformance suite checks the claim.
+  bool uses_proxy = false;
 };
 
 class Aggregator {

@@ -155,6 +155,7 @@ fl::AggregatorProperties ProxyTunedFedAvg::properties() const {
   fl::AggregatorProperties properties;
   properties.order_invariant = true;
   properties.single_client_identity = false;  // the proxy training moves the model
+  properties.uses_proxy = true;
   return properties;
 }
 

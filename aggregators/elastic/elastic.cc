@@ -352,12 +352,14 @@ struct ZetaStats {
   double min = std::numeric_limits<double>::infinity();
   double max = -std::numeric_limits<double>::infinity();
 
+  // `elements` parameters share `zeta` (one value per tensor, or one each).
   void Add(const at::Tensor& zeta, int64_t elements) {
-    const at::Tensor z = zeta.to(at::kDouble);
-    sum += z.sum().item<double>() * static_cast<double>(elements / z.numel());
+    if (zeta.numel() == 0) return;
+    sum += zeta.sum(at::kDouble).item<double>() * static_cast<double>(elements / zeta.numel());
     count += elements;
-    min = std::min(min, z.min().item<double>());
-    max = std::max(max, z.max().item<double>());
+    const auto [lo, hi] = at::aminmax(zeta);
+    min = std::min(min, lo.item<double>());
+    max = std::max(max, hi.item<double>());
   }
 };
 
@@ -379,6 +381,7 @@ class Elastic : public fl::Aggregator {
     properties.order_invariant = base_->properties().order_invariant;
     // One client: Omega / max(Omega) varies over the parameters, so zeta != 1.
     properties.single_client_identity = false;
+    properties.uses_proxy = base_->properties().uses_proxy;
     return properties;
   }
 
@@ -417,28 +420,25 @@ class Elastic : public fl::Aggregator {
     if (absl::Status s = omega_layout_->CheckSameLayout(omega); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("extra \"", kOmegaExtra, "\": ", s.message()));
     }
-    for (size_t l = 0; l < omega.size(); ++l) {
-      if (omega.tensor(l).numel() > 0 && omega.tensor(l).min().item<double>() < 0) {
-        return absl::InvalidArgumentError(absl::StrCat("extra \"", kOmegaExtra, "\": entry \"",
-                                                       omega.entries()[l].name,
-                                                       "\" has negative sensitivities"));
-      }
-    }
     const auto weight = static_cast<double>(update.num_examples);
     if (!(weight > 0)) {
       return absl::InvalidArgumentError(
           absl::StrCat("num_examples is ", update.num_examples, ": no weight in the mean"));
     }
     FL_RETURN_IF_ERROR(base_->Accumulate(std::move(update), context));
-    if (!omega_sum_.has_value()) omega_sum_ = omega.Scaled(0.0);
-    omega_sum_->Axpy(weight, omega);
+    if (omega_sum_.has_value()) {
+      omega_sum_->Axpy(weight, omega);
+    } else {
+      omega_sum_ = omega.Scaled(weight);
+    }
     total_weight_ += weight;
     if (normalizer_ == fedkit::aggregators::CLIENTS) {
       if (!omega_max_.has_value()) {
         omega_max_ = std::move(omega);
       } else {
         for (size_t l = 0; l < omega.size(); ++l) {
-          omega_max_->mutable_tensor(l) = at::maximum(omega_max_->tensor(l), omega.tensor(l));
+          at::Tensor& max = omega_max_->mutable_tensor(l);
+          at::maximum_out(max, max, omega.tensor(l));
         }
       }
     }
@@ -454,18 +454,22 @@ class Elastic : public fl::Aggregator {
     if (absl::Status s = global.CheckSameLayout(next); !s.ok()) {
       return absl::InternalError(absl::StrCat("base aggregator's model: ", s.message()));
     }
-    const fl::ModelState omega = omega_sum_->Scaled(1.0 / total_weight_);
-    const std::optional<double> global_max = GlobalMax(omega);
-    ZetaStats stats;
     at::NoGradGuard no_grad;
+    // omega_sum_ = sum_k n_k Omega_k becomes zeta in place, tensor by tensor.
+    const double global_max = normalizer_ == fedkit::aggregators::ALL_PARAMETERS
+                                  ? MaxEntry(*omega_sum_)
+                                  : 0.0;
+    ZetaStats stats;
     size_t l = 0;
     for (size_t i = 0; i < next.size(); ++i) {
       if (next.entries()[i].is_buffer) continue;
-      const at::Tensor zeta = Zeta(omega.tensor(l), l, global_max);
+      at::Tensor& zeta = omega_sum_->mutable_tensor(l);
+      ToZeta(zeta, l, global_max);
+      stats.Add(zeta, next.tensor(i).numel());
       const at::Tensor& old = global.tensor(i);
       at::Tensor& param = next.mutable_tensor(i);
-      param = old + (param - old) * zeta.to(param.scalar_type()).mul(server_lr_);
-      stats.Add(zeta, param.numel());
+      // old + eta * zeta (.) (base step); out of place, as the base may keep `next`.
+      param = at::addcmul(old, param - old, zeta.to(param.scalar_type()), server_lr_);
       ++l;
     }
     if (stats.count > 0) {
@@ -484,36 +488,36 @@ class Elastic : public fl::Aggregator {
   }
 
  private:
-  // max over every entry of Omega (ALL_PARAMETERS only); nullopt otherwise.
-  std::optional<double> GlobalMax(const fl::ModelState& omega) const {
-    if (normalizer_ != fedkit::aggregators::ALL_PARAMETERS) return std::nullopt;
+  static double MaxEntry(const fl::ModelState& state) {
     double max = 0.0;
-    for (const auto& e : omega.entries()) {
+    for (const auto& e : state.entries()) {
       if (e.tensor.numel() > 0) max = std::max(max, e.tensor.max().item<double>());
     }
     return max;
   }
 
-  // zeta for parameter tensor l, 1 wherever the normaliser is 0. Omega <= its
-  // normaliser everywhere (a weighted mean never exceeds the max), so
-  // zeta is in [tau, 1 + tau].
-  at::Tensor Zeta(const at::Tensor& omega, size_t l, std::optional<double> global_max) const {
-    const at::Tensor omega64 = omega.to(at::kDouble);
-    at::Tensor normaliser;
-    switch (normalizer_) {
-      case fedkit::aggregators::EACH_TENSOR:
-        normaliser = omega64.numel() > 0 ? omega64.max() : at::zeros({}, omega64.options());
-        break;
-      case fedkit::aggregators::CLIENTS:
-        normaliser = omega_max_->tensor(l).to(at::kDouble);
-        break;
-      default:
-        normaliser = at::scalar_tensor(*global_max, omega64.options());
-        break;
+  // Turns `omega` (= sum_k n_k Omega_k of parameter tensor l) into
+  //   zeta = 1 + tau - clamp(Omega / normaliser, 0, 1),
+  // and zeta = 1 wherever the normaliser is 0. The clamp only acts on what no
+  // well-behaved client sends (negative sensitivities): it keeps zeta in
+  // [tau, 1 + tau] whatever arrives.
+  void ToZeta(at::Tensor& omega, size_t l, double global_max) const {
+    if (normalizer_ == fedkit::aggregators::CLIENTS) {
+      // max_k Omega_k is per entry: Omega / max = omega / (total * max).
+      const at::Tensor& max = omega_max_->tensor(l);
+      const at::Tensor positive = max > 0;
+      omega.div_(max * total_weight_).clamp_(0.0, 1.0).neg_().add_(1.0 + tau_);
+      omega.masked_fill_(positive.logical_not(), 1.0);
+      return;
     }
-    const at::Tensor positive = normaliser > 0;
-    const at::Tensor ratio = omega64 / at::where(positive, normaliser, at::ones_like(normaliser));
-    return at::where(positive, (1.0 + tau_) - ratio, at::ones_like(ratio));
+    const double max = normalizer_ == fedkit::aggregators::EACH_TENSOR
+                           ? (omega.numel() > 0 ? omega.max().item<double>() : 0.0)
+                           : global_max;
+    if (!(max > 0)) {
+      omega.fill_(1.0);
+      return;
+    }
+    omega.mul_(1.0 / max).clamp_(0.0, 1.0).neg_().add_(1.0 + tau_);
   }
 
   std::unique_ptr<fl::Aggregator> base_;

@@ -109,6 +109,7 @@ class FedLaw : public fl::Aggregator {
     fl::AggregatorProperties properties;
     properties.order_invariant = true;          // updates are sorted by client id
     properties.single_client_identity = false;  // gamma still moves, buffers are the server's
+    properties.uses_proxy = true;
     return properties;
   }
 
