@@ -53,4 +53,13 @@ absl::StatusOr<std::vector<std::string>> ResolveDatasetFiles(const std::string& 
       absl::StrCat("dataset (", dataset, "): missing ", absl::StrJoin(missing, ", "), ". ", hint));
 }
 
+void CheckExampleLimits(int64_t train_limit, int64_t test_limit, fl::ErrorList& errors) {
+  if (train_limit < 0) {
+    errors.Add("options.train_limit", absl::StrCat("must be >= 0, got ", train_limit));
+  }
+  if (test_limit < 0) {
+    errors.Add("options.test_limit", absl::StrCat("must be >= 0, got ", test_limit));
+  }
+}
+
 }  // namespace data

@@ -8,10 +8,12 @@
 // (tools/setup.sh writes the MNIST subset to <root>/mnist). A plugin's `dir`
 // option overrides it.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "fl/errors.h"
 
 namespace data {
 
@@ -28,6 +30,10 @@ absl::StatusOr<std::vector<std::string>> ResolveDatasetFiles(const std::string& 
                                                              const std::string& dir,
                                                              const std::vector<std::string>& bases,
                                                              bool gzip_ok, const std::string& hint);
+
+// Adds "options.train_limit: must be >= 0, got -1" (and the same for test_limit)
+// to `errors` for the train_limit/test_limit options the file datasets share.
+void CheckExampleLimits(int64_t train_limit, int64_t test_limit, fl::ErrorList& errors);
 
 }  // namespace data
 

@@ -35,12 +35,7 @@ namespace {
 absl::StatusOr<std::unique_ptr<fl::Dataset>> CreateCifar100(
     const fedkit::data::Cifar100Options& options, const fl::Dataset::CreateArgs&) {
   fl::ErrorList errors;
-  if (options.train_limit() < 0) {
-    errors.Add("options.train_limit", absl::StrCat("must be >= 0, got ", options.train_limit()));
-  }
-  if (options.test_limit() < 0) {
-    errors.Add("options.test_limit", absl::StrCat("must be >= 0, got ", options.test_limit()));
-  }
+  CheckExampleLimits(options.train_limit(), options.test_limit(), errors);
   FL_RETURN_IF_ERROR(errors.ToStatus());
   CifarDatasetConfig config;
   config.name = "cifar100";

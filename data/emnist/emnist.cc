@@ -68,12 +68,7 @@ absl::StatusOr<std::unique_ptr<fl::Dataset>> CreateEmnist(const EmnistOptions& o
     errors.Add("options.split",
                "must be set: BYCLASS, BYMERGE, BALANCED, LETTERS, DIGITS or MNIST");
   }
-  if (options.train_limit() < 0) {
-    errors.Add("options.train_limit", absl::StrCat("must be >= 0, got ", options.train_limit()));
-  }
-  if (options.test_limit() < 0) {
-    errors.Add("options.test_limit", absl::StrCat("must be >= 0, got ", options.test_limit()));
-  }
+  CheckExampleLimits(options.train_limit(), options.test_limit(), errors);
   FL_RETURN_IF_ERROR(errors.ToStatus());
 
   const SplitInfo split = InfoOf(options.split());

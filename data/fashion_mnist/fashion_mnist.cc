@@ -17,6 +17,7 @@
 #include "data/fashion_mnist/fashion_mnist_options.pb.h"
 #include "data/idx_dataset.h"
 #include "data/normalization.h"
+#include "data/dataset_files.h"
 #include "fl/dataset.h"
 #include "fl/errors.h"
 #include "fl/registry.h"
@@ -30,12 +31,7 @@ constexpr char kDefaultDir[] = "/usr/share/datasets/fashion-mnist";
 absl::StatusOr<std::unique_ptr<fl::Dataset>> CreateFashionMnist(
     const fedkit::data::FashionMnistOptions& options, const fl::Dataset::CreateArgs&) {
   fl::ErrorList errors;
-  if (options.train_limit() < 0) {
-    errors.Add("options.train_limit", absl::StrCat("must be >= 0, got ", options.train_limit()));
-  }
-  if (options.test_limit() < 0) {
-    errors.Add("options.test_limit", absl::StrCat("must be >= 0, got ", options.test_limit()));
-  }
+  CheckExampleLimits(options.train_limit(), options.test_limit(), errors);
   FL_RETURN_IF_ERROR(errors.ToStatus());
   IdxDatasetConfig config;
   config.name = "fashion_mnist";

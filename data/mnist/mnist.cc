@@ -36,12 +36,7 @@ namespace {
 absl::StatusOr<std::unique_ptr<fl::Dataset>> CreateMnist(const fedkit::data::MnistOptions& options,
                                                          const fl::Dataset::CreateArgs&) {
   fl::ErrorList errors;
-  if (options.train_limit() < 0) {
-    errors.Add("options.train_limit", absl::StrCat("must be >= 0, got ", options.train_limit()));
-  }
-  if (options.test_limit() < 0) {
-    errors.Add("options.test_limit", absl::StrCat("must be >= 0, got ", options.test_limit()));
-  }
+  CheckExampleLimits(options.train_limit(), options.test_limit(), errors);
   FL_RETURN_IF_ERROR(errors.ToStatus());
   IdxDatasetConfig config;
   config.name = "mnist";
