@@ -466,10 +466,11 @@ class Elastic : public fl::Aggregator {
       at::Tensor& zeta = omega_sum_->mutable_tensor(l);
       ToZeta(zeta, l, global_max);
       stats.Add(zeta, next.tensor(i).numel());
-      const at::Tensor& old = global.tensor(i);
+      if (server_lr_ != 1.0) zeta.mul_(server_lr_);
       at::Tensor& param = next.mutable_tensor(i);
-      // old + eta * zeta (.) (base step); out of place, as the base may keep `next`.
-      param = at::addcmul(old, param - old, zeta.to(param.scalar_type()), server_lr_);
+      // old + eta * zeta (.) (param - old) in one pass; out of place, as the base
+      // may keep `next`.
+      param = at::lerp(global.tensor(i), param, zeta.to(param.scalar_type()));
       ++l;
     }
     if (stats.count > 0) {
@@ -517,7 +518,8 @@ class Elastic : public fl::Aggregator {
       omega.fill_(1.0);
       return;
     }
-    omega.mul_(1.0 / max).clamp_(0.0, 1.0).neg_().add_(1.0 + tau_);
+    // 1 + tau - clamp(omega / max, 0, 1), in three passes.
+    omega.mul_(-1.0 / max).add_(1.0 + tau_).clamp_(tau_, 1.0 + tau_);
   }
 
   std::unique_ptr<fl::Aggregator> base_;
