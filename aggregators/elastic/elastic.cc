@@ -53,6 +53,7 @@
 #include <torch/csrc/autograd/autograd.h>
 
 #include "absl/strings/str_cat.h"
+#include "aggregators/common/held_out.h"
 #include "aggregators/elastic/elastic_options.pb.h"
 #include "fl/aggregator.h"
 #include "fl/client_hook.h"
@@ -296,21 +297,10 @@ class ElasticHook : public fl::ClientHook {
     std::vector<int64_t>& train = *context.train_indices;
     if (!settings_.redraw_each_round) {
       if (auto it = context.state->find(kHoldoutKey); it != context.state->end()) {
-        const at::Tensor kept = it->second.contiguous();
-        std::vector<int64_t> holdout(kept.data_ptr<int64_t>(),
-                                     kept.data_ptr<int64_t>() + kept.numel());
-        std::vector<int64_t> sorted = holdout;
-        std::sort(sorted.begin(), sorted.end());
-        std::vector<int64_t> rest;
-        for (int64_t i : train) {
-          if (!std::binary_search(sorted.begin(), sorted.end(), i)) rest.push_back(i);
-        }
-        if (rest.size() + holdout.size() != train.size()) {
-          return absl::FailedPreconditionError(
-              "client state: the stored held-out subset is not part of this client's data");
-        }
-        train = std::move(rest);
-        return holdout;
+        FL_RETURN_IF_ERROR(RemoveHeldOut(it->second, train));
+        const at::Tensor kept = it->second.to(at::kCPU, at::kLong).contiguous();
+        return std::vector<int64_t>(kept.data_ptr<int64_t>(),
+                                    kept.data_ptr<int64_t>() + kept.numel());
       }
     }
     const auto n = static_cast<int64_t>(train.size());

@@ -17,12 +17,12 @@
 #include <cmath>
 #include <memory>
 #include <random>
-#include <unordered_set>
 #include <vector>
 
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
+#include "aggregators/common/held_out.h"
 #include "aggregators/holdout/holdout_options.pb.h"
 #include "fl/client_hook.h"
 #include "fl/registry.h"
@@ -60,19 +60,7 @@ class HoldoutHook : public fl::ClientHook {
       std::sort(held.begin(), held.end());
       it = state.emplace(kHeldOut, at::tensor(held, at::kLong)).first;
     }
-    const at::Tensor held = it->second.to(at::kCPU, at::kLong).contiguous();
-    const int64_t* begin = held.data_ptr<int64_t>();
-    const std::unordered_set<int64_t> held_set(begin, begin + held.numel());
-    const size_t before = indices.size();
-    indices.erase(std::remove_if(indices.begin(), indices.end(),
-                                 [&](int64_t i) { return held_set.count(i) > 0; }),
-                  indices.end());
-    if (before - indices.size() != held_set.size()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "client state holds ", held_set.size(), " held-out examples, ",
-          before - indices.size(), " of them in this round's training indices"));
-    }
-    return absl::OkStatus();
+    return RemoveHeldOut(it->second, indices);
   }
 
   const double fraction_;
