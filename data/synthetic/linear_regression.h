@@ -2,11 +2,12 @@
 #define DATA_SYNTHETIC_LINEAR_REGRESSION_H_
 
 // FedExP's over-parameterised linear regression (Jhunjhunwala et al., ICLR 2023,
-// Section 6 / Figure 3; the official code's linear_regression.ipynb; METHODS.md
-// section 3.7a): client i holds X_i (samples x dims) and y_i, every row of X_i and
-// each y_i scaled to unit L2 norm, objective f_i(w) = 1/2 ||X_i w - y_i||^2. With
-// clients * samples < dims the stacked system is under-determined and consistent,
-// and gradient methods started at w = 0 converge to its minimum-norm solution w*.
+// Section 6 / Figure 3; the official code's linear_regression.ipynb;
+// docs/fedexp.md, section 4.2): client i holds X_i (samples x dims) and y_i, every
+// row of X_i and each y_i scaled to unit L2 norm, objective
+// f_i(w) = 1/2 ||X_i w - y_i||^2. With clients * samples < dims the stacked system
+// is under-determined and consistent, and gradient methods started at w = 0
+// converge to its minimum-norm solution w*.
 //
 // Example:
 //   const data::LinearRegressionProblem p = data::MakeLinearRegression({});

@@ -23,7 +23,7 @@ run_one() {
   case "$method" in
     fedavg) aggregator='name: "fedavg" options { [type.googleapis.com/fedkit.aggregators.FedAvgOptions] { server_lr: 1 } }' ;;
     elastic) aggregator='name: "elastic" options { [type.googleapis.com/fedkit.aggregators.ElasticOptions] { mode: PAPER } }' ;;
-    # B_k = one mini-batch instead of 30 % of the client's data (METHODS.md 1.8).
+    # B_k = one mini-batch instead of 30 % of the client's data (docs/elastic.md, section 4.2).
     elastic_1batch) aggregator='name: "elastic" options { [type.googleapis.com/fedkit.aggregators.ElasticOptions] { mode: PAPER sensitivity { holdout_batches: 1 } } }' ;;
     elastic_flbench) aggregator='name: "elastic" options { [type.googleapis.com/fedkit.aggregators.ElasticOptions] { mode: FLBENCH } }' ;;
     *) echo "unknown method $method"; return 1 ;;

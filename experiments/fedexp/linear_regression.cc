@@ -1,4 +1,4 @@
-// FedExP's over-parameterised linear regression (METHODS.md section 3.7a; the
+// FedExP's over-parameterised linear regression (docs/fedexp.md, section 4.2; the
 // official code's linear_regression.ipynb): d = 1000, 20 clients with 30 samples
 // each, rows of X_i and each client's target vector y_i normalised to unit L2 norm,
 // f_i(w) = 1/2 ||X_i w - y_i||^2, full participation, tau steps of local gradient
