@@ -91,7 +91,6 @@
 #include "benchmark/benchmark.h"
 #include "fl/aggregator.h"
 #include "fl/client_hook.h"
-#include "fl/client_state_store.h"
 #include "fl/client_update.h"
 #include "fl/model.h"
 #include "fl/model_state.h"
@@ -336,12 +335,13 @@ absl::StatusOr<std::vector<fl::ClientUpdate>> MakeUpdates(const std::string& nam
       update.local_steps = kLocalSteps;
       if (!plan.hooks.empty()) {
         FL_RETURN_IF_ERROR(inputs.global.LoadInto(*inputs.model));
-        // Round 1 is every client's first, so each starts with empty hook state; a
-        // store per client lets its state (SCAFFOLD's c_i, P floats) go once the
-        // client is done instead of piling up K P floats the rows never read.
-        fl::ClientStateStore store;
+        // Round 1 is every client's first, so each starts with empty hook state;
+        // states per client let it (SCAFFOLD's c_i, P floats) go once the client is
+        // done instead of piling up K P floats the rows never read.
+        std::vector<fl::TensorMap> states(plan.hooks.size());
         std::vector<int64_t> indices(kDummyExamples);
         std::iota(indices.begin(), indices.end(), 0);
+        const std::vector<int64_t> share = indices;
         std::vector<std::pair<std::string, std::unique_ptr<fl::ClientHook>>> hooks;
         std::vector<fl::HookContext> contexts;
         for (const fl::HookRequest& request : plan.hooks) {
@@ -354,8 +354,9 @@ absl::StatusOr<std::vector<fl::ClientUpdate>> MakeUpdates(const std::string& nam
           hc.model = inputs.model.get();
           hc.global = &inputs.global;
           hc.broadcast = &plan.broadcast;
-          hc.state = &store.Get(c, request.name);
+          hc.state = &states[hooks.size()];
           hc.examples = &inputs.examples;
+          hc.client_indices = &share;
           hc.train_indices = &indices;
           hc.seed = fl::DeriveSeed(static_cast<uint64_t>(c), fl::SeedStream::kHook,
                                    {hooks.size()});

@@ -7,22 +7,30 @@
 // hooks the aggregator's RoundPlan asks for, so methods that need extras (control
 // variates, sensitivities, ...) get them from their own hooks.
 
+#include <map>
 #include <numeric>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <torch/utils.h>
 
+#include "aggregators/elastic/elastic_options.pb.h"
 #include "fl/aggregator.h"
 #include "fl/client_state_store.h"
 #include "fl/local_trainer.h"
 #include "fl/model.h"
 #include "fl/registry.h"
 #include "fl/spec.pb.h"
+#include "fl/status_macros.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace aggregators {
 namespace {
+
+using ::fedkit::aggregators::ElasticOptions;
 
 // A linear model with a float and an integer buffer, like a BatchNorm layer's.
 class TinyModel : public fl::Model {
@@ -177,11 +185,122 @@ TEST_P(ConformanceTest, MovesTheModelAndStaysFinite) {
 TEST_P(ConformanceTest, StateSurvivesSaveAndRestore) {
   auto original = Create();
   fl::ModelState after_one = Round(*original, global_, Updates({{1, 10}, {2, 20}}));
+  const std::map<std::string, at::Tensor> saved = original->SaveState();
   auto restored = Create();
-  ASSERT_TRUE(restored->RestoreState(original->SaveState()).ok());
+  ASSERT_TRUE(restored->RestoreState(saved).ok());
+  // What was restored is what was saved, key for key and value for value.
+  const std::map<std::string, at::Tensor> resaved = restored->SaveState();
+  ASSERT_EQ(resaved.size(), saved.size());
+  for (const auto& [key, tensor] : saved) {
+    ASSERT_TRUE(resaved.count(key)) << key;
+    EXPECT_TRUE(resaved.at(key).equal(tensor)) << key;
+  }
   std::vector<fl::ClientUpdate> second = Updates({{3, 15}, {4, 25}});
   context_.round = 2;
   ExpectClose(Round(*restored, after_one, second), Round(*original, after_one, second), 1e-6);
+}
+
+// Restoring must check what it is given: a key the aggregator does not keep, or a
+// tensor of the wrong shape under a key it does keep, is refused by RestoreState
+// or, at the latest, by the next round (some state is only checked against the
+// model there). Never silently used.
+TEST_P(ConformanceTest, RestoreRefusesStateThatIsNotItsOwn) {
+  auto original = Create();
+  fl::ModelState after_one = Round(*original, global_, Updates({{1, 10}, {2, 20}}));
+  const std::map<std::string, at::Tensor> saved = original->SaveState();
+  std::vector<fl::ClientUpdate> second = Updates({{3, 15}, {4, 25}});
+  context_.round = 2;
+  // The status of RestoreState(state) followed by one round on `second`.
+  auto restore_and_round = [&](const std::map<std::string, at::Tensor>& state) -> absl::Status {
+    auto aggregator = Create();
+    FL_RETURN_IF_ERROR(aggregator->RestoreState(state));
+    FL_ASSIGN_OR_RETURN(fl::RoundPlan plan, aggregator->Configure(after_one, context_));
+    for (const fl::ClientUpdate& u : second) {
+      fl::ClientUpdate copy = u;
+      copy.delta = u.delta.Clone();
+      for (auto& [name, extra] : copy.extras) extra = extra.Clone();
+      FL_RETURN_IF_ERROR(aggregator->Accumulate(std::move(copy), context_));
+    }
+    return aggregator->Finalize(after_one, context_).status();
+  };
+  std::map<std::string, at::Tensor> foreign = saved;
+  foreign["not_a_key_of_any_aggregator"] = at::zeros({2});
+  EXPECT_FALSE(restore_and_round(foreign).ok()) << "an unknown key was accepted";
+  for (const auto& [key, tensor] : saved) {
+    std::map<std::string, at::Tensor> misshapen = saved;
+    misshapen[key] = at::zeros({tensor.numel() + 1}, tensor.options());
+    EXPECT_FALSE(restore_and_round(misshapen).ok()) << key << " of the wrong shape was accepted";
+  }
+}
+
+// The hooks a plan requests are the ones the aggregator declares (spec validation
+// relies on the declaration to refuse a hook that would run twice).
+TEST_P(ConformanceTest, PlansExactlyTheClientHooksItDeclares) {
+  auto aggregator = Create();
+  auto plan = aggregator->Configure(global_, context_);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  std::vector<std::string> planned;
+  for (const fl::HookRequest& request : plan->hooks) planned.push_back(request.name);
+  EXPECT_THAT(planned,
+              ::testing::UnorderedElementsAreArray(aggregator->properties().client_hooks));
+}
+
+// Every aggregator as Elastic's base: the base's hooks and broadcast go out with
+// Elastic's, and Elastic rescales the base's training step and its evaluation
+// model's step by the same per-parameter factors zeta, so for every parameter
+//   (eval_E - g) * (next_B - g) = (eval_B - g) * (next_E - g),
+// with B the base alone and E Elastic over it, on the same updates.
+TEST_P(ConformanceTest, ComposesAsElasticsBase) {
+  ElasticOptions options;
+  options.mutable_base()->set_name(GetParam());
+  google::protobuf::Any any;
+  any.PackFrom(options);
+  auto elastic = fl::Registry<fl::Aggregator>::Global().Create("elastic", any);
+  if (GetParam() == "elastic") {
+    EXPECT_FALSE(elastic.ok()) << "elastic cannot wrap itself";
+    return;
+  }
+  ASSERT_TRUE(elastic.ok()) << elastic.status();
+  auto base = Create();
+  auto elastic_plan = (*elastic)->Configure(global_, context_);
+  auto base_plan = base->Configure(global_, context_);
+  ASSERT_TRUE(elastic_plan.ok() && base_plan.ok());
+  std::vector<std::string> expected_hooks = {"elastic"};
+  for (const fl::HookRequest& r : base_plan->hooks) expected_hooks.push_back(r.name);
+  std::vector<std::string> hooks;
+  for (const fl::HookRequest& r : elastic_plan->hooks) hooks.push_back(r.name);
+  EXPECT_EQ(hooks, expected_hooks);
+  EXPECT_EQ(NumBytes(elastic_plan->broadcast), NumBytes(base_plan->broadcast));
+  for (const auto& [name, tensor] : base_plan->broadcast) {
+    EXPECT_TRUE(elastic_plan->broadcast.count(name)) << name;
+  }
+
+  std::vector<fl::ClientUpdate> updates;
+  for (auto [id, n] : std::vector<std::pair<int64_t, int64_t>>{{1, 10}, {2, 30}, {3, 5}}) {
+    updates.push_back(TrainedUpdate(**elastic, id, n));
+  }
+  context_.evaluation_model.reset();
+  fl::ModelState next_base = Round(*base, global_, updates);
+  std::optional<fl::ModelState> eval_base = std::move(context_.evaluation_model);
+  context_.evaluation_model.reset();
+  fl::ModelState next_elastic = Round(**elastic, global_, updates);
+  std::optional<fl::ModelState> eval_elastic = std::move(context_.evaluation_model);
+  EXPECT_TRUE(next_elastic.AllFinite());
+  ASSERT_EQ(eval_elastic.has_value(), eval_base.has_value());
+  if (!eval_base.has_value()) return;
+  ASSERT_TRUE(global_.CheckSameLayout(*eval_elastic).ok());
+  for (size_t i = 0; i < global_.size(); ++i) {
+    const at::Tensor g = global_.tensor(i).to(at::kDouble);
+    const at::Tensor eb = eval_base->tensor(i).to(at::kDouble) - g;
+    const at::Tensor ee = eval_elastic->tensor(i).to(at::kDouble) - g;
+    const at::Tensor nb = next_base.tensor(i).to(at::kDouble) - g;
+    const at::Tensor ne = next_elastic.tensor(i).to(at::kDouble) - g;
+    if (global_.entries()[i].is_buffer) {
+      EXPECT_TRUE(ee.allclose(eb, 1e-6, 1e-6)) << global_.entries()[i].name;
+    } else {
+      EXPECT_TRUE((ee * nb).allclose(eb * ne, 1e-6, 1e-9)) << global_.entries()[i].name;
+    }
+  }
 }
 
 // uses_proxy is declared, and the benchmark picks its family by it: without a proxy

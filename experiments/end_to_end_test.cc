@@ -98,6 +98,21 @@ TEST(EndToEndTest, WorkerCountDoesNotChangeTheResult) {
   ExpectSameModel(one.final_model, three.final_model);
 }
 
+// Regression: dropout drew from LibTorch's global generator, shared by the worker
+// threads, so a model with dropout gave results that depended on the workers.
+// Each (client, round) now has its own generator.
+TEST(EndToEndTest, WorkerCountDoesNotChangeTheResultOfAModelWithDropout) {
+  const std::string model =
+      "model { name: 'cnn_pfl' options { [type.googleapis.com/fedkit.models.CnnPflOptions] "
+      "{ hidden: 16 } } } "
+      "dataset { options { [type.googleapis.com/fedkit.data.FashionMnistOptions] "
+      "{ train_limit: 600 test_limit: 200 } } } "
+      "client { steps: 4 } server { rounds: 2 clients_per_round: 4 } ";
+  fl::ExperimentResult one = RunSpec(Spec(model + "simulation { workers: 1 }"), "dropout_w1");
+  fl::ExperimentResult three = RunSpec(Spec(model + "simulation { workers: 3 }"), "dropout_w3");
+  ExpectSameModel(one.final_model, three.final_model);
+}
+
 TEST(EndToEndTest, OneShotTrainsEveryClientOnceAndAggregatesOnce) {
   fedkit::ExperimentSpec spec = Spec("server { rounds: 1 one_shot: true } client { epochs: 3 }");
   spec.mutable_partition()->set_name("iid");
@@ -202,6 +217,55 @@ TEST(ValidationTest, EveryProblemIsReportedWithItsFieldPath) {
                                  "fedkit.models.MlpOptions, got fedkit.data.DirichletOptions"));
   EXPECT_THAT(message, HasSubstr("partition (dirichlet): options.alpha: must be > 0, got -2"));
   EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 5);  // six problems, one per line
+}
+
+// Regression: the plan's hooks and client.hooks were concatenated, so FedProx with
+// the fedprox hook doubled mu, and FedLAW with a holdout hook shared one state slot.
+TEST(ValidationTest, AHookThatWouldRunTwiceIsRefusedNamingBothSources) {
+  auto doubled = fl::BuildExperiment(
+      Spec("aggregator { name: 'fedprox' } client { hooks { name: 'fedprox' } }"));
+  EXPECT_EQ(doubled.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(doubled.status().message(),
+              HasSubstr("client.hooks[0].name: hook \"fedprox\" is already requested by "
+                        "aggregator \"fedprox\""));
+  auto holdout = fl::BuildExperiment(
+      Spec("aggregator { name: 'fedlaw' } server { proxy { size: 200 } } "
+           "client { hooks { name: 'holdout' } }"));
+  EXPECT_THAT(holdout.status().message(),
+              HasSubstr("client.hooks[0].name: hook \"holdout\" is already requested by "
+                        "aggregator \"fedlaw\""));
+  auto twice = fl::BuildExperiment(
+      Spec("client { hooks { name: 'holdout' } hooks { name: 'holdout' } }"));
+  EXPECT_THAT(twice.status().message(),
+              HasSubstr("client.hooks[1].name: hook \"holdout\" is also client.hooks[0]"));
+}
+
+TEST(ValidationTest, AnAggregatorsClientHalfIsRefusedInClientHooks) {
+  auto experiment = fl::BuildExperiment(Spec("client { hooks { name: 'scaffold' } }"));
+  EXPECT_THAT(experiment.status().message(),
+              HasSubstr("client.hooks[0].name: hook \"scaffold\" is the client half of an "
+                        "aggregator"));
+}
+
+// Regression: --validate_only accepted proxy-trained aggregators without a proxy
+// set, and the run failed in round 1 after loading the data.
+TEST(ValidationTest, ProxyTrainedAggregatorsNeedAProxySet) {
+  int proxy_trained = 0;
+  for (const std::string& name : fl::Registry<fl::Aggregator>::Global().Names()) {
+    auto aggregator = fl::Registry<fl::Aggregator>::Global().Create(name, {});
+    ASSERT_TRUE(aggregator.ok()) << name;
+    auto experiment = fl::BuildExperiment(Spec(absl::StrCat("aggregator { name: '", name, "' }")));
+    if (!(*aggregator)->properties().uses_proxy) {
+      EXPECT_TRUE(experiment.ok()) << name << ": " << experiment.status();
+      continue;
+    }
+    ++proxy_trained;
+    EXPECT_THAT(experiment.status().message(),
+                HasSubstr(absl::StrCat("server.proxy.size: aggregator \"", name,
+                                       "\" trains on a server-held proxy set")))
+        << name;
+  }
+  EXPECT_GE(proxy_trained, 3);  // fedlaw, feddf, server_ft at least
 }
 
 TEST(ValidationTest, ProxyImbalanceMustBeInZeroOne) {

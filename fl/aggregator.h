@@ -78,6 +78,11 @@ struct AggregatorProperties {
   // K, P and proxy size instead of against the streaming bound. Declared, not
   // inferred from what a round touches: the conformance suite checks the claim.
   bool uses_proxy = false;
+  // The client hooks its RoundPlan requests, by name (any order). Declared so that
+  // a spec is checked before anything runs: a hook in client.hooks that the
+  // aggregator already plans would run twice. The conformance suite checks the
+  // claim against Configure.
+  std::vector<std::string> client_hooks;
 };
 
 class Aggregator {

@@ -35,13 +35,15 @@ def fl_cc_proto(name, srcs, deps = [], visibility = None):
         visibility = visibility,
     )
 
-def fl_plugin_library(name, alwayslink = True, **kwargs):
+def fl_plugin_library(name, alwayslink = True, tags = [], **kwargs):
     """A cc_library that registers plugins by static initialisation.
 
     Registration only happens if the linker keeps the object file, so alwayslink
     is not optional here: a library without it would link, then silently miss
-    from the registry under `bazel run`.
+    from the registry under `bazel run`. The tag "fl_plugin" lets
+    tools/check_plugin_umbrellas.sh find every plugin library and check that its
+    kind's umbrella (//aggregators:all, //data:all, //models:all) links it.
     """
     if not alwayslink:
         fail("fl_plugin_library %s: alwayslink must stay True, or its registrations vanish" % name)
-    native.cc_library(name = name, alwayslink = True, **kwargs)
+    native.cc_library(name = name, alwayslink = True, tags = tags + ["fl_plugin"], **kwargs)

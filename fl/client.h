@@ -24,6 +24,12 @@ class Client {
   // to other clients.
   virtual absl::StatusOr<ClientUpdate> Train(const ModelState& global, const RoundPlan& plan,
                                              int round) = 0;
+
+  // The server's verdict on the update Train last returned (or on its failure):
+  // accepted means averaged in. The client keeps the per-client state its hooks
+  // produced in that round only if accepted. A client without such state has
+  // nothing to do.
+  virtual void Acknowledge(bool accepted) {}
 };
 
 }  // namespace fl

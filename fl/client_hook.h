@@ -34,12 +34,18 @@ struct HookContext {
   const ModelState* global = nullptr;
   // Tensors the aggregator broadcast this round (RoundPlan::broadcast).
   const ExtraStates* broadcast = nullptr;
-  // This hook's persistent state on this client.
+  // This hook's persistent state on this client, as of its last accepted update.
+  // The hook may change it freely: what it leaves is kept only if the server
+  // accepts this round's update (see ClientStateStore).
   TensorMap* state = nullptr;
-  // The training examples of the whole federation (on the training device) and the
-  // indices of this client's share. BeforeTraining may remove indices (a held-out
-  // subset), and local training then uses what is left.
+  // The training examples of the whole federation (on the training device), the
+  // indices of this client's whole share, and those local training will use.
+  // BeforeTraining may remove indices from `train_indices` (a held-out subset);
+  // local training uses what is left. A hook that holds examples out draws them
+  // from `client_indices`, never from `train_indices`: another hook may already
+  // have removed some, and the draw must not depend on hook order.
   const Examples* examples = nullptr;
+  const std::vector<int64_t>* client_indices = nullptr;
   std::vector<int64_t>* train_indices = nullptr;
   // Seed for the hook's own randomness, fixed by (spec seed, round, client).
   uint64_t seed = 0;
@@ -57,6 +63,11 @@ class ClientHook {
   struct CreateArgs {};
 
   virtual ~ClientHook() = default;
+
+  // True for the client half of an aggregator that only works when that aggregator
+  // plans it (it needs the aggregator's broadcast, e.g. SCAFFOLD's c): such a hook
+  // is refused in a spec's client.hooks.
+  virtual bool planned_only() const { return false; }
 
   virtual absl::Status BeforeTraining(HookContext& context) { return absl::OkStatus(); }
 

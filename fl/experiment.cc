@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <torch/utils.h>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "data/splits.h"
@@ -190,12 +191,47 @@ absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec) {
   }
   experiment.aggregator = CreatePlugin<Aggregator>("aggregator", spec.aggregator().name(),
                                                    spec.aggregator().options(), {}, errors);
+  std::vector<std::string> planned_hooks;
+  if (experiment.aggregator != nullptr) {
+    const AggregatorProperties properties = experiment.aggregator->properties();
+    planned_hooks = properties.client_hooks;
+    if (properties.uses_proxy && spec.server().proxy().size() <= 0) {
+      errors.Add("server.proxy.size",
+                 absl::StrCat("aggregator \"", spec.aggregator().name(),
+                              "\" trains on a server-held proxy set: set server.proxy { size: N }"
+                              " with N > 0"));
+    }
+  }
   for (int i = 0; i < spec.client().hooks_size(); ++i) {
     const fedkit::PluginSpec& hook = spec.client().hooks(i);
-    if (CreatePlugin<ClientHook>(absl::StrCat("client.hooks[", i, "]"), hook.name(),
-                                 hook.options(), {}, errors) != nullptr) {
-      experiment.spec_hooks.push_back({hook.name(), hook.options()});
+    const std::string path = absl::StrCat("client.hooks[", i, "]");
+    // A hook runs once per client: twice would apply its loss term twice and
+    // share one per-client state slot.
+    if (absl::c_linear_search(planned_hooks, hook.name())) {
+      errors.Add(path + ".name",
+                 absl::StrCat("hook \"", hook.name(), "\" is already requested by aggregator \"",
+                              spec.aggregator().name(),
+                              "\"; a hook runs once per client, so remove it here (its options"
+                              " come from the aggregator's)"));
     }
+    for (int j = 0; j < i; ++j) {
+      if (spec.client().hooks(j).name() == hook.name()) {
+        errors.Add(path + ".name", absl::StrCat("hook \"", hook.name(),
+                                                "\" is also client.hooks[", j, "]; a hook runs once"
+                                                " per client"));
+      }
+    }
+    std::unique_ptr<ClientHook> created =
+        CreatePlugin<ClientHook>(path, hook.name(), hook.options(), {}, errors);
+    if (created == nullptr) continue;
+    if (created->planned_only()) {
+      errors.Add(path + ".name",
+                 absl::StrCat("hook \"", hook.name(), "\" is the client half of an aggregator and "
+                              "runs only when that aggregator plans it: choose that aggregator "
+                              "(or make it elastic's base) instead"));
+      continue;
+    }
+    experiment.spec_hooks.push_back({hook.name(), hook.options()});
   }
   FL_RETURN_IF_ERROR(errors.ToStatus());
   return experiment;

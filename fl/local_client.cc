@@ -28,4 +28,13 @@ absl::StatusOr<ClientUpdate> LocalClient::Train(const ModelState& global, const 
   return trainer_->Train(lease->model(), input);
 }
 
+void LocalClient::Acknowledge(bool accepted) {
+  ClientStateStore& store = trainer_->state_store();
+  if (accepted) {
+    store.Commit(id_);
+  } else {
+    store.Discard(id_);
+  }
+}
+
 }  // namespace fl

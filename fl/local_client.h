@@ -23,6 +23,7 @@ class LocalClient : public Client {
   int64_t num_examples() const override { return static_cast<int64_t>(indices_.size()); }
   absl::StatusOr<ClientUpdate> Train(const ModelState& global, const RoundPlan& plan,
                                      int round) override;
+  void Acknowledge(bool accepted) override;
 
  private:
   int64_t id_;

@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <random>
+#include <string>
+#include <utility>
 
 #include <ATen/ATen.h>
 #include <torch/optim/adam.h>
@@ -37,38 +41,68 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const fedkit::OptimizerSp
 struct ActiveHook {
   std::string name;
   std::unique_ptr<ClientHook> hook;
+  TensorMap state;
   HookContext context;
 };
+
+// A generator of `device`'s kind seeded with `seed`, for the model's dropout.
+at::Generator SeededGenerator(const at::Device& device, uint64_t seed) {
+  at::Generator global = at::globalContext().defaultGenerator(device);  // a handle
+  at::Generator generator;
+  {
+    std::lock_guard<std::mutex> lock(global.mutex());
+    generator = global.clone();
+  }
+  generator.set_current_seed(seed);
+  return generator;
+}
 
 absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& spec,
                                             const std::vector<HookRequest>& spec_hooks,
                                             ClientStateStore& state_store, Model& model,
                                             const LocalTrainingInput& input) {
   FL_RETURN_IF_ERROR(input.global->LoadInto(model));
+  const at::Device device = input.examples->x.device();
+  model.set_generator(
+      SeededGenerator(device, DeriveSeed(input.seed, SeedStream::kModelNoise)));
   std::vector<int64_t> train_indices = *input.indices;
   const double lr = spec.optimizer().lr() *
                     std::pow(spec.has_lr_decay() ? spec.lr_decay() : 1.0, input.round - 1);
 
+  // The plan's hooks, then the spec's. A hook runs at most once per client: twice
+  // would apply its loss term twice and share one state slot.
+  std::vector<std::pair<const HookRequest*, const char*>> requests;
+  for (const HookRequest& r : input.plan->hooks) requests.push_back({&r, "the aggregator's round plan"});
+  for (const HookRequest& r : spec_hooks) requests.push_back({&r, "client.hooks"});
   std::vector<ActiveHook> hooks;
-  std::vector<const HookRequest*> requests;
-  for (const HookRequest& r : input.plan->hooks) requests.push_back(&r);
-  for (const HookRequest& r : spec_hooks) requests.push_back(&r);
-  for (const HookRequest* request : requests) {
+  hooks.reserve(requests.size());  // contexts point into the elements
+  for (const auto& [request, source] : requests) {
+    for (size_t j = 0; j < hooks.size(); ++j) {
+      if (hooks[j].name == request->name) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "client hook \"", request->name, "\" is requested twice: by ",
+            requests[j].second, " and by ", source));
+      }
+    }
     FL_ASSIGN_OR_RETURN(std::unique_ptr<ClientHook> hook,
                         Registry<ClientHook>::Global().Create(request->name, request->options));
-    HookContext context;
+    ActiveHook& h = hooks.emplace_back();
+    h.name = request->name;
+    h.hook = std::move(hook);
+    h.state = state_store.Checkout(input.client_id, request->name);
+    HookContext& context = h.context;
     context.client_id = input.client_id;
     context.round = input.round;
     context.model = &model;
     context.global = input.global;
     context.broadcast = &input.plan->broadcast;
-    context.state = &state_store.Get(input.client_id, request->name);
+    context.state = &h.state;
     context.examples = input.examples;
+    context.client_indices = input.indices;
     context.train_indices = &train_indices;
-    context.seed = DeriveSeed(input.seed, SeedStream::kHook, {hooks.size()});
+    context.seed = DeriveSeed(input.seed, SeedStream::kHook, {hooks.size() - 1});
     context.learning_rate = lr;
     context.batch_size = spec.batch_size();
-    hooks.push_back({request->name, std::move(hook), context});
   }
   for (ActiveHook& h : hooks) {
     absl::Status status = h.hook->BeforeTraining(h.context);
@@ -90,7 +124,6 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
   model.train();
   std::unique_ptr<torch::optim::Optimizer> optimizer = MakeOptimizer(spec.optimizer(), lr, model);
   std::mt19937_64 rng(input.seed);
-  const at::Device device = input.examples->x.device();
   double loss_sum = 0.0;
   at::Tensor order;
   for (int64_t step = 0; step < total_steps; ++step) {
@@ -131,6 +164,9 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
     }
   }
   update.bytes_sent = update.delta.NumBytes() + NumBytes(update.extras);
+  std::map<std::string, TensorMap> states;
+  for (ActiveHook& h : hooks) states[h.name] = std::move(h.state);
+  state_store.Stage(input.client_id, std::move(states));
   return update;
 }
 

@@ -39,9 +39,14 @@ class LocalTrainer {
   LocalTrainer(fedkit::ClientTrainingSpec spec, std::vector<HookRequest> spec_hooks,
                ClientStateStore* state_store);
 
-  // Trains `model` (a replica; its weights are overwritten) on the client's data.
-  // Errors (a hook failing, a shape mismatch, a LibTorch error) name the client.
+  // Trains `model` (a replica; its weights and generator are overwritten) on the
+  // client's data. The hooks' new per-client state is staged in the store: the
+  // caller commits it (ClientStateStore::Commit) once the server accepts the
+  // update, or discards it. Errors (a hook failing or requested twice, a shape
+  // mismatch, a LibTorch error) name the client.
   absl::StatusOr<ClientUpdate> Train(Model& model, const LocalTrainingInput& input) const;
+
+  ClientStateStore& state_store() const { return *state_store_; }
 
  private:
   fedkit::ClientTrainingSpec spec_;

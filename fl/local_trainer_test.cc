@@ -152,8 +152,11 @@ TEST_F(LocalTrainerTest, HookStatePersistsPerClientAcrossRounds) {
   plan.hooks.push_back({"probe", {}});
   LocalTrainer trainer(spec_, {}, &store_);
   auto r1 = trainer.Train(model_, Input(/*client=*/7, 1, plan));
+  store_.Commit(7);
   auto r2 = trainer.Train(model_, Input(7, 2, plan));
   auto other = trainer.Train(model_, Input(8, 2, plan));
+  store_.Commit(7);
+  store_.Commit(8);
   ASSERT_TRUE(r1.ok() && r2.ok() && other.ok());
   EXPECT_EQ(r1->extras.at("probe").tensor(0).item<float>(), 1.0f);
   EXPECT_EQ(r2->extras.at("probe").tensor(0).item<float>(), 2.0f);
@@ -162,6 +165,35 @@ TEST_F(LocalTrainerTest, HookStatePersistsPerClientAcrossRounds) {
   // The hold-out removed one example from training, and the extra counts in bytes.
   EXPECT_EQ(r1->num_examples, 19);
   EXPECT_EQ(r1->bytes_sent, (4 + 2 + 1) * 4);
+}
+
+// Regression: hook state was written straight into the store, so a client whose
+// update the server then rejected still advanced its state (SCAFFOLD's c_i drifted
+// from the server's c). It is staged, and only an accepted update commits it.
+TEST_F(LocalTrainerTest, HookStateAdvancesOnlyWhenTheUpdateIsAccepted) {
+  RoundPlan plan;
+  plan.hooks.push_back({"probe", {}});
+  LocalTrainer trainer(spec_, {}, &store_);
+  ASSERT_TRUE(trainer.Train(model_, Input(7, 1, plan)).ok());
+  EXPECT_EQ(store_.size(), 0);  // staged, not committed
+  store_.Commit(7);
+  ASSERT_TRUE(trainer.Train(model_, Input(7, 2, plan)).ok());
+  store_.Discard(7);  // the server rejected round 2's update
+  auto r3 = trainer.Train(model_, Input(7, 3, plan));
+  ASSERT_TRUE(r3.ok());
+  EXPECT_EQ(r3->extras.at("probe").tensor(0).item<float>(), 2.0f);  // not 3
+  EXPECT_EQ(store_.Committed(7, "probe").at("rounds").item<float>(), 1.0f);
+}
+
+TEST_F(LocalTrainerTest, AHookRequestedTwiceIsRefusedNamingBothSources) {
+  RoundPlan plan;
+  plan.hooks.push_back({"probe", {}});
+  LocalTrainer trainer(spec_, {{"probe", {}}}, &store_);
+  auto update = trainer.Train(model_, Input(0, 1, plan));
+  EXPECT_EQ(update.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(update.status().message()),
+              ::testing::HasSubstr("client hook \"probe\" is requested twice: by the aggregator's round "
+                        "plan and by client.hooks"));
 }
 
 TEST_F(LocalTrainerTest, LossTermsReachTheOptimiser) {

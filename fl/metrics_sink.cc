@@ -4,11 +4,13 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "fl/process_stats.h"
+#include "fl/status_macros.h"
 #include "google/protobuf/text_format.h"
 
 namespace fl {
@@ -32,6 +34,9 @@ std::string Number(double v) { return absl::StrFormat("%.6g", v); }
 
 }  // namespace
 
+CsvLog::CsvLog(std::string path, std::string header)
+    : path_(std::move(path)), header_(std::move(header)) {}
+
 absl::StatusOr<std::unique_ptr<MetricsSink>> MetricsSink::Open(
     const std::string& dir, const fedkit::ExperimentSpec& spec) {
   std::error_code error;
@@ -49,61 +54,51 @@ absl::StatusOr<std::unique_ptr<MetricsSink>> MetricsSink::Open(
   return std::unique_ptr<MetricsSink>(new MetricsSink(dir));
 }
 
-namespace {
-
-// The sorted union of the diagnostics' names over `rows`.
-template <typename Rows, typename GetDiagnostics>
-std::set<std::string> DiagnosticNames(const Rows& rows, GetDiagnostics get) {
-  std::set<std::string> names;
-  for (const auto& r : rows) {
-    for (const auto& [name, value] : get(r)) names.insert(name);
+absl::Status CsvLog::Add(std::string leading_cells,
+                         const std::map<std::string, double>& diagnostics) {
+  rows_.push_back({std::move(leading_cells), diagnostics});
+  bool new_column = !out_.is_open();
+  for (const auto& [name, value] : diagnostics) new_column |= columns_.insert(name).second;
+  if (new_column) {
+    // Rare (a diagnostic's first appearance): rewrite once under the wider header.
+    out_.close();
+    std::string csv = header_;
+    for (const std::string& name : columns_) absl::StrAppend(&csv, ",", name);
+    csv += "\n";
+    for (const Row& row : rows_) absl::StrAppend(&csv, Line(row));
+    FL_RETURN_IF_ERROR(WriteFile(path_, csv));
+    out_.open(path_, std::ios::app);
+  } else {
+    out_ << Line(rows_.back());
   }
-  return names;
+  // Flushed per row, so a killed run keeps every finished row.
+  out_.flush();
+  if (!out_.good()) return absl::UnavailableError(absl::StrCat("cannot append to ", path_));
+  return absl::OkStatus();
 }
 
-// ",v1,v2,..." for `names`, empty cells where a row lacks one.
-std::string DiagnosticCells(const std::set<std::string>& names,
-                            const std::map<std::string, double>& diagnostics) {
-  std::string cells;
-  for (const std::string& name : names) {
-    auto it = diagnostics.find(name);
-    absl::StrAppend(&cells, ",", it == diagnostics.end() ? "" : Number(it->second));
+std::string CsvLog::Line(const Row& row) const {
+  std::string line = row.leading_cells;
+  for (const std::string& name : columns_) {
+    auto it = row.diagnostics.find(name);
+    absl::StrAppend(&line, ",", it == row.diagnostics.end() ? "" : Number(it->second));
   }
-  return cells;
+  return line + "\n";
 }
-
-}  // namespace
 
 absl::Status MetricsSink::AddRow(const MetricsRow& row) {
   rows_.push_back(row);
-  const std::set<std::string> diagnostic_names =
-      DiagnosticNames(rows_, [](const MetricsRow& r) { return r.diagnostics; });
-  std::string csv = "round,test_accuracy,test_loss,train_loss,clients,rejected,bytes_up,"
-                    "bytes_down,seconds";
-  for (const std::string& name : diagnostic_names) absl::StrAppend(&csv, ",", name);
-  csv += "\n";
-  for (const MetricsRow& r : rows_) {
-    absl::StrAppend(&csv, r.round, ",", Number(r.test_accuracy), ",", Number(r.test_loss), ",",
-                    Number(r.train_loss), ",", r.clients, ",", r.rejected, ",", r.bytes_up, ",",
-                    r.bytes_down, ",", absl::StrFormat("%.3f", r.seconds),
-                    DiagnosticCells(diagnostic_names, r.diagnostics), "\n");
-  }
-  return WriteFile(dir_ + "/metrics.csv", csv);
+  return metrics_.Add(
+      absl::StrCat(row.round, ",", Number(row.test_accuracy), ",", Number(row.test_loss), ",",
+                   Number(row.train_loss), ",", row.clients, ",", row.rejected, ",",
+                   row.bytes_up, ",", row.bytes_down, ",", absl::StrFormat("%.3f", row.seconds)),
+      row.diagnostics);
 }
 
 absl::Status MetricsSink::AddDiagnostics(int round,
                                          const std::map<std::string, double>& diagnostics) {
   if (diagnostics.empty()) return absl::OkStatus();
-  diagnostics_.emplace_back(round, diagnostics);
-  const std::set<std::string> names =
-      DiagnosticNames(diagnostics_, [](const auto& r) { return r.second; });
-  std::string csv = "round";
-  for (const std::string& name : names) absl::StrAppend(&csv, ",", name);
-  csv += "\n";
-  for (const auto& [r, values] : diagnostics_) {
-    absl::StrAppend(&csv, r, DiagnosticCells(names, values), "\n");
-  }
-  return WriteFile(dir_ + "/diagnostics.csv", csv);
+  return diagnostics_.Add(absl::StrCat(round), diagnostics);
 }
 
 absl::Status MetricsSink::WriteSummary(double wall_seconds, int rounds) const {

@@ -10,12 +10,16 @@
 //                   rounds, wall seconds, rounds, the process's peak RSS
 //   diagnostics.csv  every round's aggregator diagnostics, evaluated or not
 //                   (round, then one column per diagnostic), when there are any
-// bytes_up, bytes_down and seconds are cumulative since the start; the others
-// describe the row's round. The CSVs are rewritten whole after each row, so a
-// diagnostic that first appears in a later round still gets its column.
+// bytes_up, bytes_down and seconds are cumulative since the start; clients and
+// rejected count the updates of every round since the previous row (so none is
+// lost when eval_every > 1); the rest describe the row's round. Each row is
+// appended and flushed as it comes; only a diagnostic's first appearance rewrites
+// the file once, to give it a column.
 
+#include <fstream>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,13 +29,37 @@
 
 namespace fl {
 
+// A CSV file of rows whose leading cells are fixed and whose trailing columns are
+// diagnostics by name (sorted), appended to row by row.
+class CsvLog {
+ public:
+  // `header`: the leading columns, comma-separated.
+  CsvLog(std::string path, std::string header);
+
+  absl::Status Add(std::string leading_cells, const std::map<std::string, double>& diagnostics);
+
+ private:
+  struct Row {
+    std::string leading_cells;
+    std::map<std::string, double> diagnostics;
+  };
+  std::string Line(const Row& row) const;
+
+  std::string path_;
+  std::string header_;
+  std::set<std::string> columns_;
+  std::vector<Row> rows_;
+  std::ofstream out_;
+};
+
 struct MetricsRow {
   int round = 0;
   double test_accuracy = 0.0;
   double test_loss = 0.0;
   double train_loss = 0.0;
-  int clients = 0;   // updates accepted this round
-  int rejected = 0;  // updates rejected this round
+  // Updates accepted and rejected in the rounds since the previous row.
+  int clients = 0;
+  int rejected = 0;
   int64_t bytes_up = 0;
   int64_t bytes_down = 0;
   double seconds = 0.0;
@@ -54,11 +82,17 @@ class MetricsSink {
   const std::vector<MetricsRow>& rows() const { return rows_; }
 
  private:
-  explicit MetricsSink(std::string dir) : dir_(std::move(dir)) {}
+  explicit MetricsSink(std::string dir)
+      : dir_(dir),
+        metrics_(dir + "/metrics.csv",
+                 "round,test_accuracy,test_loss,train_loss,clients,rejected,bytes_up,"
+                 "bytes_down,seconds"),
+        diagnostics_(dir + "/diagnostics.csv", "round") {}
 
   std::string dir_;
   std::vector<MetricsRow> rows_;
-  std::vector<std::pair<int, std::map<std::string, double>>> diagnostics_;
+  CsvLog metrics_;
+  CsvLog diagnostics_;
 };
 
 }  // namespace fl

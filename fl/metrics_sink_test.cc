@@ -1,11 +1,15 @@
 #include "fl/metrics_sink.h"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
+
+#include "absl/strings/str_cat.h"
 
 #include "fl/spec.pb.h"
 #include "gmock/gmock.h"
@@ -60,6 +64,38 @@ TEST(MetricsSinkTest, DiagnosticsCsvHasEveryRoundAndSkipsEmptyOnes) {
   std::ifstream in(dir + "/diagnostics.csv");
   std::string text((std::istreambuf_iterator<char>(in)), {});
   EXPECT_EQ(text, "round,alpha,eta_g\n1,,1.5\n3,0.25,2\n");
+}
+
+// Regression: the CSVs were rewritten whole after every row (quadratic in rounds,
+// and a new file each time). Rows with known columns are appended to the same file,
+// and each is on disk as soon as AddRow returns.
+TEST(MetricsSinkTest, RowsAreAppendedAndOnDiskAtOnce) {
+  const std::string dir = OutputDir("append");
+  std::unique_ptr<MetricsSink> sink = OpenOrDie(dir);
+  MetricsRow row;
+  row.diagnostics = {{"eta_g", 1.0}};
+  row.round = 1;
+  ASSERT_TRUE(sink->AddRow(row).ok());
+  const auto inode = [&](const std::string& file) {
+    struct stat st;
+    EXPECT_EQ(stat((dir + "/" + file).c_str(), &st), 0) << file;
+    return st.st_ino;
+  };
+  const auto first = inode("metrics.csv");
+  for (int round = 2; round <= 4; ++round) {
+    row.round = round;
+    ASSERT_TRUE(sink->AddRow(row).ok());
+    EXPECT_EQ(inode("metrics.csv"), first) << "round " << round;
+    EXPECT_THAT(ReadFile(dir + "/metrics.csv"), HasSubstr(absl::StrCat("\n", round, ",0,")));
+  }
+  // A new diagnostic widens the header once, keeping the earlier rows.
+  row.round = 5;
+  row.diagnostics["zeta"] = 2.0;
+  ASSERT_TRUE(sink->AddRow(row).ok());
+  const std::string csv = ReadFile(dir + "/metrics.csv");
+  EXPECT_THAT(csv, HasSubstr(absl::StrCat(kHeader, ",eta_g,zeta\n1,")));
+  EXPECT_THAT(csv, HasSubstr(",1,\n5,"));
+  EXPECT_THAT(csv, HasSubstr(",1,2\n"));
 }
 
 TEST(MetricsSinkTest, OpenCreatesNestedDirAndWritesSpec) {

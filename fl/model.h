@@ -7,8 +7,10 @@
 // so factories must be cheap and side-effect free.
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
+#include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 
@@ -24,6 +26,22 @@ class Model : public torch::nn::Module {
 
   // Logits for a batch `x` of shape {batch, input_shape...}.
   virtual at::Tensor Forward(const at::Tensor& x) = 0;
+
+  // The random stream of the model's stochastic layers. Worker threads share
+  // LibTorch's global generator, so the trainer gives each (client, round) its
+  // own, which keeps results independent of which worker trains whom. Undefined
+  // (the default): the global generator.
+  void set_generator(at::Generator generator) { generator_ = std::move(generator); }
+  const at::Generator& generator() const { return generator_; }
+
+ protected:
+  // Inverted dropout (zero with probability p, scale the rest by 1 / (1 - p)) in
+  // training mode, drawing from generator(); the identity in evaluation mode.
+  // Models use this rather than at::dropout, which draws from the global generator.
+  at::Tensor Dropout(const at::Tensor& x, double p) const;
+
+ private:
+  at::Generator generator_;
 };
 
 }  // namespace fl

@@ -195,13 +195,12 @@ double ModelState::SquaredNorm() const { return Dot(*this); }
 
 bool ModelState::AllFinite() const {
   for (const Entry& e : entries_) {
-    // One reduction instead of an element-wise isfinite: a NaN or an infinity makes
-    // the sum non-finite. (So does a float sum past 3.4e38, which only an update
-    // that would wreck the model anyway can reach.)
-    if (at::isFloatingType(e.tensor.scalar_type()) &&
-        !std::isfinite(e.tensor.sum().item<double>())) {
-      return false;
-    }
+    if (!at::isFloatingType(e.tensor.scalar_type()) || e.tensor.numel() == 0) continue;
+    // One reduction pass and no element-wise temporary: min and max propagate NaN
+    // and are infinite exactly when some entry is. Unlike a sum, they cannot
+    // overflow on a finite tensor of large values.
+    const auto [lo, hi] = at::aminmax(e.tensor);
+    if (!std::isfinite(lo.item<double>()) || !std::isfinite(hi.item<double>())) return false;
   }
   return true;
 }

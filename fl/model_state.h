@@ -79,8 +79,7 @@ class ModelState {
   double Dot(const ModelState& other) const;
   double SquaredNorm() const;
 
-  // False if any floating entry holds a NaN or an infinity (or sums past the
-  // float range).
+  // False if any floating entry holds a NaN or an infinity.
   bool AllFinite() const;
 
   int64_t NumElements() const;

@@ -355,6 +355,18 @@ TEST(ModelStateTest, AllFinite) {
   EXPECT_TRUE(ModelState().AllFinite());
 }
 
+// Regression: finiteness was tested by summing, so 1000 finite values near the
+// float maximum overflowed the sum and the update was rejected as non-finite.
+TEST(ModelStateTest, LargeFiniteValuesAreFinite) {
+  const float big = 0.9f * std::numeric_limits<float>::max();
+  ModelState huge({{"w", at::full({1000}, big), false}, {"b", at::full({3}, -big), false}});
+  EXPECT_TRUE(huge.AllFinite());
+  // A NaN among many finite values, away from either end, is still found.
+  at::Tensor w = at::randn({4097});
+  w[2000] = std::nanf("");
+  EXPECT_FALSE(ModelState({{"w", w, false}}).AllFinite());
+}
+
 TEST(ModelStateTest, Sizes) {
   TinyModule module;
   ModelState state = ModelState::FromModule(module);

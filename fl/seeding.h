@@ -20,6 +20,7 @@ enum class SeedStream : uint64_t {
   kHook = 5,
   kServerRound = 6,
   kProxySplit = 7,
+  kModelNoise = 8,
 };
 
 // SplitMix64 finaliser over the seed, the stream and each extra value in turn.

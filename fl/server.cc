@@ -102,6 +102,7 @@ absl::StatusOr<Server::RoundOutcome> Server::RunRound(int round, ModelState& glo
       slots[i].reset();
     }
     outcome.bytes_down += bytes_down_each;
+    Client& client = *clients_[cohort[i]];
     absl::Status status = update.status();
     if (status.ok()) {
       outcome.bytes_up += update->bytes_sent;
@@ -113,6 +114,7 @@ absl::StatusOr<Server::RoundOutcome> Server::RunRound(int round, ModelState& glo
       const int64_t steps = update->local_steps;
       status = aggregator_->Accumulate(*std::move(update), context_);
       if (status.ok()) {
+        client.Acknowledge(true);
         outcome.local_steps += steps;
         loss_weighted += loss * n;
         examples += n;
@@ -120,8 +122,9 @@ absl::StatusOr<Server::RoundOutcome> Server::RunRound(int round, ModelState& glo
         continue;
       }
     }
+    client.Acknowledge(false);
     ++outcome.rejected;
-    LOG(WARNING) << "round " << round << ": update of client " << clients_[cohort[i]]->id()
+    LOG(WARNING) << "round " << round << ": update of client " << client.id()
                  << " rejected: " << status;
     if (first_error.ok()) first_error = status;
   }
@@ -152,6 +155,9 @@ absl::StatusOr<ModelState> Server::Run(ModelState initial) {
     row.bytes_up += outcome.bytes_up;
     row.bytes_down += outcome.bytes_down;
     row.local_steps += outcome.local_steps;
+    // Counted every round, reported (and reset) with the next row.
+    row.clients += outcome.accepted;
+    row.rejected += outcome.rejected;
     FL_RETURN_IF_ERROR(sink_->AddDiagnostics(round, context_.diagnostics));
     if (round % config_.eval_every != 0 && round != config_.rounds) continue;
 
@@ -162,11 +168,11 @@ absl::StatusOr<ModelState> Server::Run(ModelState initial) {
     row.test_accuracy = eval.accuracy;
     row.test_loss = eval.loss;
     row.train_loss = outcome.train_loss;
-    row.clients = outcome.accepted;
-    row.rejected = outcome.rejected;
     row.seconds = elapsed();
     row.diagnostics = context_.diagnostics;
     FL_RETURN_IF_ERROR(sink_->AddRow(row));
+    row.clients = 0;
+    row.rejected = 0;
     const double eta = row.seconds / round * (config_.rounds - round);
     std::printf("round %d/%d  test_acc %.4f  test_loss %.4f  train_loss %.4f  elapsed %s  eta %s\n",
                 round, config_.rounds, eval.accuracy, eval.loss, outcome.train_loss,

@@ -1,10 +1,11 @@
 #ifndef FL_SERVER_H_
 #define FL_SERVER_H_
 
-// The round loop (see ../shared/DESIGN.md, "one round"):
+// The round loop (docs/architecture.md, section 1):
 //   sample the cohort -> Aggregator::Configure -> clients train (a pool of
 //   workers) -> reject non-finite or misshapen updates -> Aggregator::Accumulate in
-//   cohort order -> Finalize -> evaluate -> one metrics row.
+//   cohort order, telling each client whether its update was accepted (it keeps
+//   its hooks' new state only then) -> Finalize -> evaluate -> one metrics row.
 // Updates are accumulated in cohort order whatever the number of workers, so the
 // result does not depend on it.
 

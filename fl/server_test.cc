@@ -34,7 +34,10 @@ class FakeClient : public Client {
     if (broken_shape) update.delta = ModelState({{"w", at::zeros({3}), false}});
     return update;
   }
+  void Acknowledge(bool accepted) override { (accepted ? accepted_acks : rejected_acks)++; }
   int calls = 0;
+  int accepted_acks = 0;
+  int rejected_acks = 0;
   bool fail = false;
   bool broken_shape = false;
 
@@ -119,6 +122,8 @@ TEST_F(ServerTest, NonFiniteFailedAndMisshapenUpdatesAreRejectedAndCounted) {
   clients.push_back(std::make_unique<FakeClient>(3, 1.0f, 10));
   static_cast<FakeClient*>(clients[2].get())->fail = true;
   static_cast<FakeClient*>(clients[3].get())->broken_shape = true;
+  std::vector<const Client*> raw;
+  for (const auto& c : clients) raw.push_back(c.get());
   SumAggregator aggregator;
   auto sink = Sink("rejects");
   ServerConfig config{.rounds = 1, .clients_per_round = 4};
@@ -128,6 +133,13 @@ TEST_F(ServerTest, NonFiniteFailedAndMisshapenUpdatesAreRejectedAndCounted) {
   EXPECT_FLOAT_EQ(final_model->tensor(0)[0].item<float>(), 1.0f);
   EXPECT_EQ(sink->rows()[0].clients, 1);
   EXPECT_EQ(sink->rows()[0].rejected, 3);
+  // Each client hears the verdict on its update, so it keeps its hooks' new state
+  // only when accepted (a failed training is a rejection too).
+  for (int k = 0; k < 4; ++k) {
+    const auto* client = static_cast<const FakeClient*>(raw[k]);
+    EXPECT_EQ(client->accepted_acks, k == 0 ? 1 : 0) << k;
+    EXPECT_EQ(client->rejected_acks, k == 0 ? 0 : 1) << k;
+  }
 }
 
 TEST_F(ServerTest, AWholeCohortFailingStopsTheRun) {
@@ -165,10 +177,32 @@ TEST_F(ServerTest, PartialParticipationAndEvaluationPeriod) {
   EXPECT_EQ(sink->rows()[1].round, 6);
   EXPECT_EQ(sink->rows()[2].round, 7);
   EXPECT_EQ(sink->rows()[2].bytes_up, 7 * 3 * 8);
+  // Updates are counted in every round, not only in evaluated ones: each row has
+  // those of the rounds since the previous row.
+  EXPECT_EQ(sink->rows()[0].clients, 9);
+  EXPECT_EQ(sink->rows()[1].clients, 9);
+  EXPECT_EQ(sink->rows()[2].clients, 3);
   // Diagnostics are kept for every round, evaluated or not.
   std::ifstream in(std::string(getenv("TEST_TMPDIR")) + "/partial/diagnostics.csv");
   std::string text((std::istreambuf_iterator<char>(in)), {});
   EXPECT_EQ(text, "round,seen\n1,3\n2,3\n3,3\n4,3\n5,3\n6,3\n7,3\n");
+}
+
+// Regression: rejected updates of rounds that were not evaluated were lost.
+TEST_F(ServerTest, RejectionsInRoundsNotEvaluatedAreCounted) {
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int k = 0; k < 3; ++k) clients.push_back(std::make_unique<FakeClient>(k, 1.0f, 10));
+  static_cast<FakeClient*>(clients[1].get())->fail = true;
+  SumAggregator aggregator;
+  auto sink = Sink("rejected_between_rows");
+  ServerConfig config{.rounds = 4, .clients_per_round = 3, .eval_every = 2};
+  Server server(config, &aggregator, std::move(clients), ServerContext(), Evaluate, sink.get());
+  ASSERT_TRUE(server.Run(Zero()).ok());
+  ASSERT_EQ(sink->rows().size(), 2);
+  for (const MetricsRow& row : sink->rows()) {
+    EXPECT_EQ(row.clients, 4) << "round " << row.round;
+    EXPECT_EQ(row.rejected, 2) << "round " << row.round;
+  }
 }
 
 TEST_F(ServerTest, AggregatorCanEvaluateAModelOtherThanTheIterate) {

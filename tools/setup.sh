@@ -24,6 +24,10 @@ packages=(
   python3-matplotlib         # partition and benchmark pictures (tools/*.py)
 )
 
+# System changes need root; a non-root user goes through sudo.
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -33,8 +37,6 @@ done
 
 if [[ ${#missing[@]} -gt 0 ]]; then
   echo "setup: installing ${missing[*]}"
-  sudo=""
-  if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
@@ -47,7 +49,7 @@ if update-alternatives --query "$blas_alt" >/dev/null 2>&1; then
     best=$(update-alternatives --list "$blas_alt" | grep openblas | head -n 1 || true)
     if [[ -n "$best" ]]; then
       echo "setup: pointing $blas_alt at $best"
-      update-alternatives --set "$blas_alt" "$best"
+      $sudo update-alternatives --set "$blas_alt" "$best"
     else
       echo "setup: warning: no OpenBLAS alternative for $blas_alt; LibTorch may use reference BLAS" >&2
     fi

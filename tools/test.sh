@@ -4,6 +4,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh || exit 1
+tools/check_plugin_umbrellas.sh || exit 1
 log=$(mktemp)
 bazel test //... "$@" 2>&1 | tee "$log"
 code=${PIPESTATUS[0]}

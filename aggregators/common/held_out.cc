@@ -9,19 +9,22 @@
 
 namespace aggregators {
 
-absl::Status RemoveHeldOut(const at::Tensor& held, std::vector<int64_t>& indices) {
+absl::Status RemoveHeldOut(const at::Tensor& held, const std::vector<int64_t>& client_indices,
+                           std::vector<int64_t>& train_indices) {
   const at::Tensor cpu = held.to(at::kCPU, at::kLong).contiguous();
   const int64_t* begin = cpu.data_ptr<int64_t>();
   const std::unordered_set<int64_t> held_set(begin, begin + cpu.numel());
-  const size_t before = indices.size();
-  indices.erase(std::remove_if(indices.begin(), indices.end(),
-                               [&](int64_t i) { return held_set.count(i) > 0; }),
-                indices.end());
-  if (before - indices.size() != held_set.size()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "client state holds ", held_set.size(), " held-out examples, ",
-        before - indices.size(), " of them in this round's training indices"));
+  const auto in_share = static_cast<size_t>(
+      std::count_if(client_indices.begin(), client_indices.end(),
+                    [&](int64_t i) { return held_set.count(i) > 0; }));
+  if (in_share != held_set.size()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("client state holds ", held_set.size(), " held-out examples, ", in_share,
+                     " of them in this client's data"));
   }
+  train_indices.erase(std::remove_if(train_indices.begin(), train_indices.end(),
+                                     [&](int64_t i) { return held_set.count(i) > 0; }),
+                      train_indices.end());
   return absl::OkStatus();
 }
 

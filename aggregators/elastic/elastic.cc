@@ -16,11 +16,12 @@
 // Elastic only replaces the final averaging, so it wraps a `base` aggregator
 // (FedAvg by default; FedProx, SCAFFOLD, ...): the base's client hooks and
 // broadcasts go out unchanged, its server state (SCAFFOLD's c) is updated by the
-// base, and Elastic rescales the base's parameter step by eta * zeta. Buffers
-// keep the base's values. Where the normaliser is 0 (no sensitivity measured,
+// base, and Elastic rescales the base's parameter step by eta * zeta (and the
+// step of the base's evaluation model, if it sets one, by the same factors).
+// Buffers keep the base's values. Where the normaliser is 0 (no sensitivity measured,
 // e.g. clients too small to hold anything out), zeta = 1 there.
 //
-// Mode FLBENCH follows the public reproduction (FL-bench; METHODS.md 1.3-1.5):
+// Mode FLBENCH follows the public reproduction (FL-bench; docs/elastic.md, section 3):
 // one scalar per parameter tensor, ||grad CE(F(theta; x), y)||^2, normalised per
 // tensor by the largest client value. Every choice is also a separate option.
 //
@@ -292,18 +293,20 @@ class ElasticHook : public fl::ClientHook {
     return omega;
   }
 
-  // Removes B_k from the client's training indices and returns it.
+  // Draws B_k from the client's whole share (or takes the stored one), removes it
+  // from the training indices and returns it.
   absl::StatusOr<std::vector<int64_t>> TakeHoldout(fl::HookContext& context) {
+    const std::vector<int64_t>& share = *context.client_indices;
     std::vector<int64_t>& train = *context.train_indices;
     if (!settings_.redraw_each_round) {
       if (auto it = context.state->find(kHoldoutKey); it != context.state->end()) {
-        FL_RETURN_IF_ERROR(RemoveHeldOut(it->second, train));
+        FL_RETURN_IF_ERROR(RemoveHeldOut(it->second, share, train));
         const at::Tensor kept = it->second.to(at::kCPU, at::kLong).contiguous();
         return std::vector<int64_t>(kept.data_ptr<int64_t>(),
                                     kept.data_ptr<int64_t>() + kept.numel());
       }
     }
-    const auto n = static_cast<int64_t>(train.size());
+    const auto n = static_cast<int64_t>(share.size());
     int64_t size = 0;
     if (n >= 2) {
       size = settings_.holdout_batches > 0
@@ -312,14 +315,13 @@ class ElasticHook : public fl::ClientHook {
                  : std::llround(settings_.holdout_fraction * static_cast<double>(n));
       size = std::clamp<int64_t>(size, 1, n - 1);
     }
-    std::vector<int64_t> shuffled = train;
+    std::vector<int64_t> shuffled = share;
     std::mt19937_64 rng(context.seed);
     std::shuffle(shuffled.begin(), shuffled.end(), rng);
     std::vector<int64_t> holdout(shuffled.begin(), shuffled.begin() + size);
-    train.assign(shuffled.begin() + size, shuffled.end());
-    if (!settings_.redraw_each_round) {
-      (*context.state)[kHoldoutKey] = at::tensor(holdout, at::kLong);
-    }
+    const at::Tensor held = at::tensor(holdout, at::kLong);
+    FL_RETURN_IF_ERROR(RemoveHeldOut(held, share, train));
+    if (!settings_.redraw_each_round) (*context.state)[kHoldoutKey] = held;
     return holdout;
   }
 
@@ -372,6 +374,8 @@ class Elastic : public fl::Aggregator {
     // One client: Omega / max(Omega) varies over the parameters, so zeta != 1.
     properties.single_client_identity = false;
     properties.uses_proxy = base_->properties().uses_proxy;
+    properties.client_hooks = base_->properties().client_hooks;
+    properties.client_hooks.insert(properties.client_hooks.begin(), kName);
     return properties;
   }
 
@@ -444,6 +448,15 @@ class Elastic : public fl::Aggregator {
     if (absl::Status s = global.CheckSameLayout(next); !s.ok()) {
       return absl::InternalError(absl::StrCat("base aggregator's model: ", s.message()));
     }
+    // A base that evaluates another model than its iterate (FedExP's two-iterate
+    // average) gets the same interpolation on that model's step.
+    fl::ModelState* evaluation =
+        context.evaluation_model.has_value() ? &*context.evaluation_model : nullptr;
+    if (evaluation != nullptr) {
+      if (absl::Status s = global.CheckSameLayout(*evaluation); !s.ok()) {
+        return absl::InternalError(absl::StrCat("base aggregator's evaluation model: ", s.message()));
+      }
+    }
     at::NoGradGuard no_grad;
     // omega_sum_ = sum_k n_k Omega_k becomes zeta in place, tensor by tensor.
     const double global_max = normalizer_ == fedkit::aggregators::ALL_PARAMETERS
@@ -458,9 +471,14 @@ class Elastic : public fl::Aggregator {
       stats.Add(zeta, next.tensor(i).numel());
       if (server_lr_ != 1.0) zeta.mul_(server_lr_);
       at::Tensor& param = next.mutable_tensor(i);
+      const at::Tensor weight = zeta.to(param.scalar_type());
       // old + eta * zeta (.) (param - old) in one pass; out of place, as the base
       // may keep `next`.
-      param = at::lerp(global.tensor(i), param, zeta.to(param.scalar_type()));
+      param = at::lerp(global.tensor(i), param, weight);
+      if (evaluation != nullptr) {
+        at::Tensor& evaluated = evaluation->mutable_tensor(i);
+        evaluated = at::lerp(global.tensor(i), evaluated, weight);
+      }
       ++l;
     }
     if (stats.count > 0) {

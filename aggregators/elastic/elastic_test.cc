@@ -266,6 +266,7 @@ struct HookFixture {
   fl::Examples examples;
   fl::TensorMap state;
   std::vector<int64_t> train;
+  const std::vector<int64_t> share = {0, 1};
 
   // Two identical examples x = (1, 2, 0): whichever is held out, <w, x> = 3 and
   // the gradient is 2 * 3 * x = (6, 12, 0).
@@ -282,6 +283,7 @@ struct HookFixture {
     context.global = &global;
     context.state = &state;
     context.examples = &examples;
+    context.client_indices = &share;
     context.train_indices = &train;
     context.seed = seed;
     context.batch_size = 1;
@@ -352,11 +354,13 @@ TEST(ElasticHookTest, HeldOutSubsetIsRedrawnOrKept) {
     for (uint64_t seed : {11, 12}) {
       std::vector<int64_t> train(100);
       for (int64_t i = 0; i < 100; ++i) train[i] = i;
+      const std::vector<int64_t> share = train;
       fl::HookContext context;
       context.model = &model;
       context.global = &global;
       context.state = &state;
       context.examples = &examples;
+      context.client_indices = &share;
       context.train_indices = &train;
       context.seed = seed;
       context.batch_size = 10;

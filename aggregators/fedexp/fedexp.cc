@@ -9,7 +9,7 @@
 //   w_{t+1}   = w_t + eta_g Delta_bar
 //
 // eps_eff is M * eps_t as in the official code (default) or eps_t as in the paper;
-// eps_t decays per round (see fedexp_options.proto and METHODS.md section 3.3).
+// eps_t decays per round (see fedexp_options.proto and docs/fedexp.md, section 3).
 // The model evaluated is the average of the last two iterates; training continues
 // from w_{t+1}. Norms run over parameters in float64; buffers take the plain
 // weighted mean of the clients' values. eta_g, eps_t, A and ||Delta_bar||^2 are
@@ -68,6 +68,12 @@ class FedExp : public fl::Aggregator {
   explicit FedExp(FedExpStepConfig config) : config_(config) {
     hook_.name = "fedexp";
     hook_.options.PackFrom(fedkit::aggregators::FedExpHookOptions());
+  }
+
+  fl::AggregatorProperties properties() const override {
+    fl::AggregatorProperties properties;
+    properties.client_hooks = {hook_.name};
+    return properties;
   }
 
   absl::StatusOr<fl::RoundPlan> Configure(const fl::ModelState& global,

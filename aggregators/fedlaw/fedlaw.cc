@@ -4,7 +4,7 @@
 // round's client models theta_i = w + delta_i on a small labelled proxy set (Eq. 8),
 //   (gamma*, lambda*) = argmin L_proxy(gamma * sum_i lambda_i theta_i),
 // and the new global model is gamma* sum_i lambda*_i theta_i (Eq. 3). As in the
-// official code (server_funct.py, METHODS.md section 5): gamma = exp(g), lambda =
+// official code (server_funct.py; docs/fedlaw.md, section 3): gamma = exp(g), lambda =
 // softmax(a) (or the quad maps), a_i = log of the round's renormalised size weights
 // and g = 0 at the start of every round (so the search starts from FedAvg), Adam
 // (lr 0.005, betas 0.5/0.999) with StepLR(20, 0.5) for Es = 20 epochs over shuffled
@@ -110,6 +110,7 @@ class FedLaw : public fl::Aggregator {
     properties.order_invariant = true;          // updates are sorted by client id
     properties.single_client_identity = false;  // gamma still moves, buffers are the server's
     properties.uses_proxy = true;
+    for (const fl::HookRequest& hook : hooks_) properties.client_hooks.push_back(hook.name);
     return properties;
   }
 

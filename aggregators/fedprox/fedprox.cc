@@ -94,6 +94,12 @@ class FedProx : public MeanDeltaAggregator {
     hook_.options.PackFrom(hook_options);
   }
 
+  fl::AggregatorProperties properties() const override {
+    fl::AggregatorProperties properties = MeanDeltaAggregator::properties();
+    properties.client_hooks = {hook_.name};
+    return properties;
+  }
+
   absl::StatusOr<fl::RoundPlan> Configure(const fl::ModelState& global,
                                           fl::ServerContext& context) override {
     fl::RoundPlan plan;

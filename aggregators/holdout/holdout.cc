@@ -1,11 +1,13 @@
 // A client hook that holds a fixed share of every client's training data out of
 // local training, as FedLAW's official code does (nodes.py train_val_split,
 // client_valid_ratio = 0.3: a client-side validation split that is never trained
-// on). On a client's first round the hook draws floor(fraction * n) of its n
-// training examples at random (from the hook's seed, so the draw depends on the
-// spec's seed and differs across clients) and keeps them in the client's hook
-// state; in every round it removes those examples from the training indices, so
-// local training and the update's num_examples cover the rest only.
+// on). On a client's first round the hook draws floor(fraction * n) of the n
+// examples of the client's whole share at random (from the hook's seed, so the
+// draw depends on the spec's seed and differs across clients) and keeps them in
+// the client's hook state; in every round it removes those examples from the
+// training indices, so local training and the update's num_examples cover the
+// rest only. Drawn from the whole share, it composes with other hooks that hold
+// examples out (Elastic's B_k) in any order.
 //
 // It lives with the aggregators because it is a client hook; aggregator "fedlaw"
 // plans it (options.client_holdout_fraction), and any spec can add it:
@@ -47,11 +49,11 @@ class HoldoutHook : public fl::ClientHook {
 
  private:
   absl::Status BeforeTrainingUnguarded(fl::HookContext& context) {
-    std::vector<int64_t>& indices = *context.train_indices;
+    const std::vector<int64_t>& share = *context.client_indices;
     fl::TensorMap& state = *context.state;
     auto it = state.find(kHeldOut);
     if (it == state.end()) {
-      std::vector<int64_t> shuffled = indices;
+      std::vector<int64_t> shuffled = share;
       std::mt19937_64 rng(context.seed);
       std::shuffle(shuffled.begin(), shuffled.end(), rng);
       const auto count = static_cast<int64_t>(
@@ -60,7 +62,7 @@ class HoldoutHook : public fl::ClientHook {
       std::sort(held.begin(), held.end());
       it = state.emplace(kHeldOut, at::tensor(held, at::kLong)).first;
     }
-    return RemoveHeldOut(it->second, indices);
+    return RemoveHeldOut(it->second, share, *context.train_indices);
   }
 
   const double fraction_;

@@ -28,9 +28,11 @@ std::unique_ptr<fl::ClientHook> Hook(double fraction) {
 std::vector<int64_t> Train(fl::ClientHook& hook, fl::TensorMap& state, uint64_t seed, int n = 20) {
   std::vector<int64_t> indices(n);
   std::iota(indices.begin(), indices.end(), 0);
+  const std::vector<int64_t> share = indices;
   fl::HookContext context;
   context.state = &state;
   context.seed = seed;
+  context.client_indices = &share;
   context.train_indices = &indices;
   absl::Status status = hook.BeforeTraining(context);
   EXPECT_TRUE(status.ok()) << status;
@@ -97,8 +99,10 @@ TEST(HoldoutTest, StateThatDoesNotFitTheShareIsAnError) {
   state["held_out"] = at::tensor({1, 50}, at::kLong);  // 50 is not this client's
   std::vector<int64_t> indices(20);
   std::iota(indices.begin(), indices.end(), 0);
+  const std::vector<int64_t> share = indices;
   fl::HookContext context;
   context.state = &state;
+  context.client_indices = &share;
   context.train_indices = &indices;
   EXPECT_EQ(hook->BeforeTraining(context).code(), absl::StatusCode::kFailedPrecondition);
 }

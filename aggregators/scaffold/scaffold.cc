@@ -122,6 +122,8 @@ class ScaffoldHook : public fl::ClientHook {
   ScaffoldHook(ScaffoldHookOptions::ControlVariateUpdate rule, int64_t gradient_batch_size)
       : rule_(rule), gradient_batch_size_(gradient_batch_size) {}
 
+  bool planned_only() const override { return true; }
+
   absl::Status BeforeTraining(fl::HookContext& context) override {
     try {
       return BeforeTrainingUnguarded(context);
@@ -326,6 +328,7 @@ class Scaffold : public fl::Aggregator {
     fl::AggregatorProperties properties;
     properties.order_invariant = true;
     properties.single_client_identity = true;  // eta_g = 1: x + delta
+    properties.client_hooks = {kName};
     return properties;
   }
 
@@ -521,6 +524,12 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateScaffold(const ScaffoldOpt
   hook_options.PackFrom(hook);
   std::optional<FedExpStepConfig> extrapolation;
   if (options.has_extrapolation()) {
+    // FedExP's eta_g is the model step then; a server_lr would be silently unused.
+    if (options.has_server_lr()) {
+      return absl::InvalidArgumentError(
+          "options.server_lr: not used with options.extrapolation, whose adaptive eta_g is the "
+          "model's step size; remove one of them");
+    }
     FL_ASSIGN_OR_RETURN(extrapolation,
                         FedExpStepConfigFromOptions(options.extrapolation(), "options.extrapolation"));
   }

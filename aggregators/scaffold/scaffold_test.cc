@@ -291,11 +291,10 @@ TEST(ScaffoldTest, ExtrapolationTakesFedExpsStepOnTheModelOnly) {
   // SCAFFOLD(ExP), eps 0, N = 4, round 2. Global w = (1, 2), buffer 10.
   // A: n = 1, delta (4, 0), buffer delta 8, Dc (4, -8); B: n = 1, delta (-2, 0),
   // buffer delta 0, Dc (0, 4). Mean delta (1, 0), ||mean||^2 = 1; A = (16 + 4) / 2 = 10;
-  // eta_g = max(1, 10 / (2 * 1)) = 5 (server_lr is not used): w = (1, 2) + 5 (1, 0) = (6, 2).
+  // eta_g = max(1, 10 / (2 * 1)) = 5: w = (1, 2) + 5 (1, 0) = (6, 2).
   // Buffer: 10 + (8 + 0) / 2 = 14. Evaluated: ((6, 2) + (1, 2)) / 2 = (3.5, 2).
   // c = (1/4)((4, -8) + (0, 4)) = (1, -1), as without extrapolation.
   ScaffoldOptions options;
-  options.set_server_lr(0.5);
   options.mutable_extrapolation()->set_epsilon(0);
   auto scaffold = Scaffold(options);
   fl::ServerContext context;
@@ -318,6 +317,19 @@ TEST(ScaffoldTest, ExtrapolationTakesFedExpsStepOnTheModelOnly) {
   options.mutable_extrapolation()->set_epsilon(-1);
   EXPECT_EQ(Create(options).status().message(),
             "options.extrapolation.epsilon: must be >= 0, got -1");
+}
+
+// Regression: with extrapolation the model step is FedExP's eta_g, and a server_lr
+// was silently ignored. The combination is refused, naming the field.
+TEST(ScaffoldTest, ServerLrWithExtrapolationIsRefused) {
+  ScaffoldOptions options;
+  options.mutable_extrapolation()->set_epsilon(0.1);
+  ASSERT_TRUE(Create(options).ok());
+  options.set_server_lr(1.0);
+  const absl::Status status = Create(options).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              ::testing::StartsWith("options.server_lr: not used with options.extrapolation"));
 }
 
 TEST(ScaffoldTest, PlanAsksForTheHookAndBroadcastsZerosOverParameters) {
@@ -462,11 +474,12 @@ class ScaffoldTrainerTest : public ::testing::Test {
     std::map<std::string, at::Tensor> c = {{"c/weight", at::randn({3, 4})},
                                            {"c/bias", at::randn({3})}};
     c_ = c;
-    fl::TensorMap& c_i = store_.Get(3, "scaffold");
+    fl::TensorMap c_i;
     c_i["weight"] = at::randn({3, 4});
     c_i["bias"] = at::randn({3});
-    c_i_ = c_i;
-    for (auto& [name, t] : c_i_) t = t.clone();
+    for (const auto& [name, t] : c_i) c_i_[name] = t.clone();
+    store_.Stage(3, {{"scaffold", std::move(c_i)}});
+    store_.Commit(3);
   }
 
   fl::ClientUpdate Train(const fl::RoundPlan& plan, const fedkit::ClientTrainingSpec& spec,
@@ -516,7 +529,10 @@ TEST_F(ScaffoldTrainerTest, OneFullBatchSgdStepFollowsTheCorrectedGradient) {
   const at::Tensor loss = at::cross_entropy_loss(reference.Forward(examples_.x), examples_.y);
   const std::vector<at::Tensor> gradient =
       torch::autograd::grad({loss}, {reference.weight_, reference.bias_});
-  const fl::TensorMap& c_i_next = store_.Get(3, "scaffold");
+  // Staged until the server accepts the update; the committed c_i is unchanged.
+  ExpectClose(store_.Committed(3, "scaffold").at("weight"), c_i_.at("weight"));
+  store_.Commit(3);
+  const fl::TensorMap& c_i_next = store_.Committed(3, "scaffold");
   ExpectClose(c_i_next.at("weight"), gradient[0]);
   ExpectClose(c_i_next.at("bias"), gradient[1]);
   ExpectClose(update.delta.tensor(0), (gradient[0] - c_i_.at("weight") + c_.at("c/weight")) * -0.1);
@@ -544,7 +560,8 @@ TEST_F(ScaffoldTrainerTest, OptionIIUsesTheStepsTakenAndTheDecayedLearningRate) 
   const fl::ModelState& delta_c = update.extras.at("scaffold/delta_c");
   ExpectClose(delta_c.tensor(0), -c_.at("c/weight") - update.delta.tensor(0) / 0.15);
   ExpectClose(delta_c.tensor(1), -c_.at("c/bias") - update.delta.tensor(1) / 0.15);
-  ExpectClose(store_.Get(3, "scaffold").at("bias"), c_i_.at("bias") + delta_c.tensor(1));
+  store_.Commit(3);
+  ExpectClose(store_.Committed(3, "scaffold").at("bias"), c_i_.at("bias") + delta_c.tensor(1));
 }
 
 TEST(ScaffoldTest, StateSurvivesSaveAndRestore) {

@@ -60,8 +60,8 @@ class CnnPfl : public fl::Model {
 
   at::Tensor Forward(const at::Tensor& x) override {
     at::Tensor h = at::relu(conv2_->forward(at::relu(conv1_->forward(x))));
-    h = at::dropout(at::max_pool2d(h, 2), 0.25, is_training());
-    h = at::dropout(at::relu(fc1_->forward(h.flatten(1))), 0.5, is_training());
+    h = Dropout(at::max_pool2d(h, 2), 0.25);
+    h = Dropout(at::relu(fc1_->forward(h.flatten(1))), 0.5);
     return fc2_->forward(h);
   }
 

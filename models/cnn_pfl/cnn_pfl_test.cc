@@ -45,6 +45,24 @@ TEST(CnnPflTest, DropoutOnlyInTraining) {
   EXPECT_FALSE(at::equal(model->Forward(x), model->Forward(x)));
 }
 
+// The model's own generator fixes its dropout masks, whatever the global one does.
+TEST(CnnPflTest, DropoutDrawsFromTheModelsGenerator) {
+  torch::manual_seed(0);
+  auto model = *CreateModel("cnn_pfl", CnnPflOptions(), {1, 10, 10}, 10);
+  at::Tensor x = at::randn({2, 1, 10, 10});
+  model->train();
+  auto seeded = [] {
+    at::Generator g = at::detail::getDefaultCPUGenerator().clone();
+    g.set_current_seed(42);
+    return g;
+  };
+  model->set_generator(seeded());
+  const at::Tensor first = model->Forward(x);
+  torch::manual_seed(123);  // moves the global generator only
+  model->set_generator(seeded());
+  EXPECT_TRUE(at::equal(model->Forward(x), first));
+}
+
 TEST(CnnPflTest, XavierInitBoundsTheWeights) {
   torch::manual_seed(0);
   CnnPflOptions options;
