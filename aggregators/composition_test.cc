@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,8 @@ struct Case {
   // Merged into kBaseSpec.
   std::string overrides;
 };
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 std::string Aggregator(const std::string& name, const std::string& options_type = "",
                        const std::string& options = "") {

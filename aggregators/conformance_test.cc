@@ -7,6 +7,7 @@
 // hooks the aggregator's RoundPlan asks for, so methods that need extras (control
 // variates, sensitivities, ...) get them from their own hooks.
 
+#include <limits>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -93,7 +94,11 @@ class ConformanceTest : public ::testing::TestWithParam<std::string> {
     input.indices = &indices;
     TinyModel model;
     auto update = trainer.Train(model, input);
-    EXPECT_TRUE(update.ok()) << update.status();
+    // A failure is reported and the update left empty, so the other tests still run.
+    if (!update.ok()) {
+      ADD_FAILURE() << update.status();
+      return fl::ClientUpdate();
+    }
     for (auto& entry : update->delta.mutable_entries()) {
       if (!entry.is_buffer) continue;
       entry.tensor = at::isFloatingType(entry.tensor.scalar_type())
@@ -251,6 +256,7 @@ TEST_P(ConformanceTest, PlansExactlyTheClientHooksItDeclares) {
 //   (eval_E - g) * (next_B - g) = (eval_B - g) * (next_E - g),
 // with B the base alone and E Elastic over it, on the same updates.
 TEST_P(ConformanceTest, ComposesAsElasticsBase) {
+  context_.round = 2;  // FedExP evaluates the two-iterate average from round 2
   ElasticOptions options;
   options.mutable_base()->set_name(GetParam());
   google::protobuf::Any any;
@@ -298,7 +304,14 @@ TEST_P(ConformanceTest, ComposesAsElasticsBase) {
     if (global_.entries()[i].is_buffer) {
       EXPECT_TRUE(ee.allclose(eb, 1e-6, 1e-6)) << global_.entries()[i].name;
     } else {
-      EXPECT_TRUE((ee * nb).allclose(eb * ne, 1e-6, 1e-9)) << global_.entries()[i].name;
+      // Each side is a product of float32 steps taken from g: its rounding error is a
+      // few float32 ulps of |g| + |step| times |step|. Without Elastic's factors on
+      // the evaluation model the sides differ by (zeta - 1) * step^2, far above that.
+      const double steps = (nb.abs().max() + ne.abs().max()).item<double>();
+      const double tolerance = 16 * std::numeric_limits<float>::epsilon() *
+                               (g.abs().max().item<double>() + steps) * steps;
+      EXPECT_LE((ee * nb - eb * ne).abs().max().item<double>(), tolerance)
+          << global_.entries()[i].name;
     }
   }
 }
