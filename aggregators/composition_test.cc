@@ -82,7 +82,8 @@ std::vector<Case> Cases() {
         continue;  // it already runs under its own aggregator
       }
       cases.push_back({hook + "_under_" + under,
-                       absl::StrCat(Aggregator(under), " client { hooks { name: '", hook, "' } }")});
+                       absl::StrCat(Aggregator(under), " client { hooks { name: '", hook,
+                                    "' } }")});
     }
   }
   cases.push_back({"scaffold_option_i",

@@ -148,7 +148,8 @@ class HookConformanceTest : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(HookConformanceTest, CreatesFromDefaultOptions) {
-  EXPECT_TRUE(fl::Registry<fl::ClientHook>::Global().Create(GetParam(), google::protobuf::Any()).ok());
+  const auto& registry = fl::Registry<fl::ClientHook>::Global();
+  EXPECT_TRUE(registry.Create(GetParam(), google::protobuf::Any()).ok());
 }
 
 TEST_P(HookConformanceTest, RefusesOptionsOfAnotherTypeOrCorrupt) {

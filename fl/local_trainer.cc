@@ -72,7 +72,9 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
   // The plan's hooks, then the spec's. A hook runs at most once per client: twice
   // would apply its loss term twice and share one state slot.
   std::vector<std::pair<const HookRequest*, const char*>> requests;
-  for (const HookRequest& r : input.plan->hooks) requests.push_back({&r, "the aggregator's round plan"});
+  for (const HookRequest& r : input.plan->hooks) {
+    requests.push_back({&r, "the aggregator's round plan"});
+  }
   for (const HookRequest& r : spec_hooks) requests.push_back({&r, "client.hooks"});
   std::vector<ActiveHook> hooks;
   hooks.reserve(requests.size());  // contexts point into the elements

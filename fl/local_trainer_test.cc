@@ -192,8 +192,8 @@ TEST_F(LocalTrainerTest, AHookRequestedTwiceIsRefusedNamingBothSources) {
   auto update = trainer.Train(model_, Input(0, 1, plan));
   EXPECT_EQ(update.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(update.status().message()),
-              ::testing::HasSubstr("client hook \"probe\" is requested twice: by the aggregator's round "
-                        "plan and by client.hooks"));
+              ::testing::HasSubstr("client hook \"probe\" is requested twice: by the "
+                                   "aggregator's round plan and by client.hooks"));
 }
 
 TEST_F(LocalTrainerTest, LossTermsReachTheOptimiser) {

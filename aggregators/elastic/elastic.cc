@@ -454,7 +454,8 @@ class Elastic : public fl::Aggregator {
         context.evaluation_model.has_value() ? &*context.evaluation_model : nullptr;
     if (evaluation != nullptr) {
       if (absl::Status s = global.CheckSameLayout(*evaluation); !s.ok()) {
-        return absl::InternalError(absl::StrCat("base aggregator's evaluation model: ", s.message()));
+        return absl::InternalError(
+            absl::StrCat("base aggregator's evaluation model: ", s.message()));
       }
     }
     at::NoGradGuard no_grad;
