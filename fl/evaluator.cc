@@ -15,17 +15,18 @@ absl::StatusOr<Evaluation> Evaluate(Model& model, const ModelState& state, const
   try {
     at::NoGradGuard no_grad;
     model.eval();
-    double loss_sum = 0.0;
-    int64_t correct = 0;
+    // Accumulated on the device and read once, so that no batch waits for the host.
+    at::Tensor loss_sum = at::zeros({}, data.x.options().dtype(at::kDouble));
+    at::Tensor correct = at::zeros({}, data.y.options().dtype(at::kLong));
     for (int64_t begin = 0; begin < data.size(); begin += batch_size) {
       const int64_t n = std::min(batch_size, data.size() - begin);
       const at::Tensor logits = model.Forward(data.x.narrow(0, begin, n));
       const at::Tensor y = data.y.narrow(0, begin, n);
-      loss_sum += at::cross_entropy_loss(logits, y, {}, at::Reduction::Sum).item<double>();
-      correct += logits.argmax(1).eq(y).sum().item<int64_t>();
+      loss_sum.add_(at::cross_entropy_loss(logits, y, {}, at::Reduction::Sum));
+      correct.add_(logits.argmax(1).eq(y).sum());
     }
-    return Evaluation{static_cast<double>(correct) / data.size(), loss_sum / data.size(),
-                      data.size()};
+    return Evaluation{static_cast<double>(correct.item<int64_t>()) / data.size(),
+                      loss_sum.item<double>() / data.size(), data.size()};
   } catch (const c10::Error& e) {
     return absl::InternalError(absl::StrCat("evaluation: ", e.what_without_backtrace()));
   }

@@ -1,6 +1,8 @@
 #include "fl/experiment.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <optional>
 
 #include <ATen/ATen.h>
 #include <torch/utils.h>
@@ -21,6 +23,7 @@
 #include "fl/seeding.h"
 #include "fl/server.h"
 #include "fl/status_macros.h"
+#include "fl/thread_budget.h"
 #include "glog/logging.h"
 
 namespace fl {
@@ -131,10 +134,46 @@ void ValidateCore(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
     errors.Add("server.proxy.imbalance",
                absl::StrCat("must be in (0, 1], got ", server.proxy().imbalance()));
   }
-  if (spec.simulation().has_workers() && spec.simulation().workers() < 1) {
-    errors.Add("simulation.workers",
-               absl::StrCat("must be >= 1, got ", spec.simulation().workers()));
+}
+
+// What the thread budget needs to know of the model.
+struct ModelFacts {
+  int64_t trainable_parameters = 0;
+  bool convolutional = false;
+};
+
+ModelFacts FactsOf(const Model& model) {
+  ModelFacts facts;
+  for (const at::Tensor& p : model.parameters()) {
+    if (!p.requires_grad()) continue;
+    facts.trainable_parameters += p.numel();
+    facts.convolutional |= p.dim() >= 3;  // a convolution's kernel
   }
+  return facts;
+}
+
+std::optional<std::string> Environment(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? std::nullopt : std::optional<std::string>(value);
+}
+
+absl::StatusOr<ThreadBudget> BudgetFor(const fedkit::ExperimentSpec& spec,
+                                       const ModelFacts& model) {
+  ThreadBudgetRequest request;
+  request.cores = UsableCores();
+  if (spec.simulation().has_workers()) request.workers = spec.simulation().workers();
+  if (spec.simulation().has_threads_per_worker()) {
+    request.threads_per_worker = spec.simulation().threads_per_worker();
+  }
+  request.clients_per_round = spec.server().one_shot() ? spec.partition().num_clients()
+                                                       : spec.server().clients_per_round();
+  request.model_parameters = model.trainable_parameters;
+  request.convolutional = model.convolutional;
+  // Half of what is free: the data and the server's own copies need the rest.
+  request.memory_bytes = AvailableMemoryBytes() / 2;
+  request.omp_threads_env = Environment(kOmpThreadsVariable);
+  request.openblas_threads_env = Environment(kOpenBlasThreadsVariable);
+  return ChooseThreadBudget(request);
 }
 
 absl::StatusOr<std::unique_ptr<Model>> NewModel(const fedkit::ExperimentSpec& spec,
@@ -173,16 +212,19 @@ absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec) {
     errors.AddStatus("", device.status());
   }
 
+  ModelFacts model_facts;
   experiment.dataset =
       CreatePlugin<Dataset>("dataset", spec.dataset().name(), spec.dataset().options(), {}, errors);
   experiment.partitioner = CreatePlugin<Partitioner>("partition", spec.partition().name(),
                                                      spec.partition().options(), {}, errors);
   if (experiment.dataset != nullptr) {
     experiment.data_info = experiment.dataset->info();
-    // Built once here only to validate the options; RunExperiment builds its own.
-    CreatePlugin<Model>("model", spec.model().name(), spec.model().options(),
-                        {experiment.data_info.input_shape, experiment.data_info.num_classes},
-                        errors);
+    // Built once here to validate the options and to size the thread budget;
+    // RunExperiment builds its own.
+    std::unique_ptr<Model> model = CreatePlugin<Model>(
+        "model", spec.model().name(), spec.model().options(),
+        {experiment.data_info.input_shape, experiment.data_info.num_classes}, errors);
+    if (model != nullptr) model_facts = FactsOf(*model);
   } else if (!spec.model().name().empty()) {
     // Without the data's shape the model cannot be built; still check name and type.
     auto options = Registry<Model>::Global().UnpackOptions(spec.model().name(),
@@ -233,6 +275,12 @@ absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec) {
     }
     experiment.spec_hooks.push_back({hook.name(), hook.options()});
   }
+  absl::StatusOr<ThreadBudget> threads = BudgetFor(spec, model_facts);
+  if (threads.ok()) {
+    experiment.threads = *std::move(threads);
+  } else {
+    errors.AddStatus("", threads.status());
+  }
   FL_RETURN_IF_ERROR(errors.ToStatus());
   return experiment;
 }
@@ -242,6 +290,16 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   const fedkit::ExperimentSpec& spec = experiment.spec;
   const c10::Device device = experiment.device;
   const DatasetInfo& info = experiment.data_info;
+  const ThreadBudget& threads = experiment.threads;
+  const AppliedThreads applied = ApplyThreads(threads.worker);
+  std::printf("threads: %d worker(s) x %d thread(s) on %d core(s) (%s)\n", threads.workers,
+              threads.threads_per_worker, threads.cores, threads.reason.c_str());
+  std::printf("threads applied: intra-op %d, inter-op %d, OpenBLAS %s\n", applied.intra_op,
+              applied.inter_op,
+              applied.blas_controllable ? std::to_string(applied.blas).c_str()
+                                        : "not controllable (the loaded BLAS is not OpenBLAS)");
+  std::fflush(stdout);
+  for (const std::string& warning : threads.warnings) LOG(WARNING) << "threads: " << warning;
 
   FL_RETURN_IF_ERROR(experiment.dataset->CheckAvailable());
   FL_ASSIGN_OR_RETURN(DatasetSplits data, experiment.dataset->Load());
@@ -291,7 +349,7 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
             << " parameters, " << initial.NumElements() - initial.NumParameters()
             << " buffer elements; " << shares->size() << " clients on " << device;
 
-  const int workers = spec.simulation().has_workers() ? spec.simulation().workers() : 1;
+  const int workers = threads.workers;
   std::vector<std::unique_ptr<Model>> replicas;
   for (int w = 0; w < workers; ++w) {
     FL_ASSIGN_OR_RETURN(std::unique_ptr<Model> replica, NewModel(spec, info, device));
@@ -313,6 +371,9 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   config.one_shot = spec.server().one_shot();
   config.workers = workers;
   config.seed = spec.seed();
+  config.on_phase = [&threads](RoundPhase phase) {
+    ApplyThreads(phase == RoundPhase::kClients ? threads.worker : threads.server);
+  };
 
   ServerContext context;
   context.device = device;
@@ -327,6 +388,7 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   };
 
   FL_ASSIGN_OR_RETURN(std::unique_ptr<MetricsSink> sink, MetricsSink::Open(output_dir, spec));
+  sink->AddSummaryField("threads", threads.ToJson());
   Server server(config, experiment.aggregator.get(), std::move(clients), std::move(context),
                 evaluate, sink.get());
   FL_ASSIGN_OR_RETURN(ModelState final_model, server.Run(std::move(initial)));

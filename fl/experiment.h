@@ -25,6 +25,7 @@
 #include "fl/model_state.h"
 #include "fl/partitioner.h"
 #include "fl/spec.pb.h"
+#include "fl/thread_budget.h"
 
 namespace fl {
 
@@ -36,6 +37,8 @@ struct Experiment {
   std::unique_ptr<Partitioner> partitioner;
   std::unique_ptr<Aggregator> aggregator;
   std::vector<HookRequest> spec_hooks;
+  // How the run spends the cores: chosen here, applied by RunExperiment.
+  ThreadBudget threads;
 };
 
 absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec);

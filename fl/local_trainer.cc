@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "fl/client_hook.h"
+#include "fl/flat_parameters.h"
 #include "fl/model.h"
 #include "fl/registry.h"
 #include "fl/seeding.h"
@@ -25,14 +26,15 @@ namespace fl {
 namespace {
 
 std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const fedkit::OptimizerSpec& spec,
-                                                       double lr, Model& model) {
+                                                       double lr,
+                                                       const std::vector<at::Tensor>& params) {
   switch (spec.kind()) {
     case fedkit::OptimizerSpec::ADAM:
       return std::make_unique<torch::optim::Adam>(
-          model.parameters(), torch::optim::AdamOptions(lr).weight_decay(spec.weight_decay()));
+          params, torch::optim::AdamOptions(lr).weight_decay(spec.weight_decay()));
     default:
       return std::make_unique<torch::optim::SGD>(
-          model.parameters(), torch::optim::SGDOptions(lr)
+          params, torch::optim::SGDOptions(lr)
                                   .momentum(spec.momentum())
                                   .weight_decay(spec.weight_decay()));
   }
@@ -124,9 +126,12 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
       spec.has_steps() ? spec.steps() : static_cast<int64_t>(spec.epochs()) * batches_per_epoch;
 
   model.train();
-  std::unique_ptr<torch::optim::Optimizer> optimizer = MakeOptimizer(spec.optimizer(), lr, model);
+  FlatParameters flat(model);
+  std::unique_ptr<torch::optim::Optimizer> optimizer =
+      MakeOptimizer(spec.optimizer(), lr, flat.optimizer_tensors());
   std::mt19937_64 rng(input.seed);
-  double loss_sum = 0.0;
+  // Summed on the device and read once: .item() each step would wait for the device.
+  at::Tensor loss_sum = at::zeros({}, at::TensorOptions(device).dtype(at::kDouble));
   at::Tensor order;
   for (int64_t step = 0; step < total_steps; ++step) {
     const int64_t batch_in_epoch = step % batches_per_epoch;
@@ -147,9 +152,12 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
       if (term.defined()) loss = loss + term;
     }
     loss.backward();
-    if (spec.max_grad_norm() > 0) torch::nn::utils::clip_grad_norm_(model.parameters(), spec.max_grad_norm());
+    flat.RelinkGradients();
+    if (spec.max_grad_norm() > 0) {
+      torch::nn::utils::clip_grad_norm_(flat.optimizer_tensors(), spec.max_grad_norm());
+    }
     optimizer->step();
-    loss_sum += task_loss.item<double>();
+    loss_sum.add_(task_loss.detach());
   }
 
   ClientUpdate update;
@@ -157,7 +165,7 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
   update.num_examples = num_examples;
   update.local_steps = total_steps;
   update.delta = ModelState::DifferenceFromModule(model, *input.global);
-  update.metrics["train_loss"] = total_steps > 0 ? loss_sum / total_steps : 0.0;
+  update.metrics["train_loss"] = total_steps > 0 ? loss_sum.item<double>() / total_steps : 0.0;
   for (ActiveHook& h : hooks) {
     absl::Status status = h.hook->AfterTraining(h.context, update);
     if (!status.ok()) {

@@ -111,7 +111,7 @@ absl::Status MetricsSink::WriteSummary(double wall_seconds, int rounds) const {
   double last_sum = 0.0;
   for (size_t i = rows_.size() - last_n; i < rows_.size(); ++i) last_sum += rows_[i].test_accuracy;
   const MetricsRow& final_row = rows_.back();
-  const std::string json = absl::StrCat(
+  std::string json = absl::StrCat(
       "{\n", "  \"rounds\": ", rounds, ",\n",
       "  \"final_test_accuracy\": ", Number(final_row.test_accuracy), ",\n",
       "  \"final_test_loss\": ", Number(final_row.test_loss), ",\n",
@@ -122,8 +122,15 @@ absl::Status MetricsSink::WriteSummary(double wall_seconds, int rounds) const {
       "  \"bytes_down\": ", final_row.bytes_down, ",\n",
       "  \"local_steps\": ", final_row.local_steps, ",\n",
       "  \"wall_seconds\": ", absl::StrFormat("%.3f", wall_seconds), ",\n",
-      "  \"peak_rss_mb\": ", absl::StrFormat("%.1f", PeakRssBytes() / 1048576.0), "\n}\n");
-  return WriteFile(dir_ + "/summary.json", json);
+      "  \"peak_rss_mb\": ", absl::StrFormat("%.1f", PeakRssBytes() / 1048576.0));
+  for (const auto& [name, value] : extra_summary_) {
+    absl::StrAppend(&json, ",\n  \"", name, "\": ", value);
+  }
+  return WriteFile(dir_ + "/summary.json", json + "\n}\n");
+}
+
+void MetricsSink::AddSummaryField(std::string name, std::string json) {
+  extra_summary_.emplace_back(std::move(name), std::move(json));
 }
 
 }  // namespace fl

@@ -7,7 +7,8 @@
 //                   train_loss, clients, rejected, bytes_up, bytes_down, seconds,
 //                   then any aggregator diagnostics (sorted by name)
 //   summary.json    final and best test accuracy, mean over the last 10 evaluated
-//                   rounds, wall seconds, rounds, the process's peak RSS
+//                   rounds, wall seconds, rounds, the process's peak RSS, and the
+//                   fields the runner adds (the thread budget under "threads")
 //   diagnostics.csv  every round's aggregator diagnostics, evaluated or not
 //                   (round, then one column per diagnostic), when there are any
 // bytes_up, bytes_down and seconds are cumulative since the start; clients and
@@ -21,6 +22,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -78,6 +80,8 @@ class MetricsSink {
   // Records round `round`'s diagnostics in diagnostics.csv; nothing when empty.
   absl::Status AddDiagnostics(int round, const std::map<std::string, double>& diagnostics);
   absl::Status WriteSummary(double wall_seconds, int rounds) const;
+  // Adds "name": json (a JSON value) to summary.json.
+  void AddSummaryField(std::string name, std::string json);
 
   const std::vector<MetricsRow>& rows() const { return rows_; }
 
@@ -93,6 +97,7 @@ class MetricsSink {
   std::vector<MetricsRow> rows_;
   CsvLog metrics_;
   CsvLog diagnostics_;
+  std::vector<std::pair<std::string, std::string>> extra_summary_;  // name, JSON value
 };
 
 }  // namespace fl

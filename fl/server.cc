@@ -53,6 +53,10 @@ Server::Server(ServerConfig config, Aggregator* aggregator,
       evaluate_(std::move(evaluate)),
       sink_(sink) {}
 
+void Server::EnterPhase(RoundPhase phase) const {
+  if (config_.on_phase) config_.on_phase(phase);
+}
+
 absl::StatusOr<Server::RoundOutcome> Server::RunRound(int round, ModelState& global) {
   const int num_clients = static_cast<int>(clients_.size());
   const std::vector<int> cohort =
@@ -63,7 +67,9 @@ absl::StatusOr<Server::RoundOutcome> Server::RunRound(int round, ModelState& glo
   context_.round_seed = DeriveSeed(config_.seed, SeedStream::kServerRound, {static_cast<uint64_t>(round)});
   context_.diagnostics.clear();
   context_.evaluation_model.reset();
+  EnterPhase(RoundPhase::kServer);
   FL_ASSIGN_OR_RETURN(RoundPlan plan, aggregator_->Configure(global, context_));
+  EnterPhase(RoundPhase::kClients);
 
   // With several workers, they fill the slots in any order and this thread consumes
   // them in cohort order. With one, this thread trains each client itself: no
@@ -129,6 +135,7 @@ absl::StatusOr<Server::RoundOutcome> Server::RunRound(int round, ModelState& glo
     if (first_error.ok()) first_error = status;
   }
   for (std::thread& t : workers) t.join();
+  EnterPhase(RoundPhase::kServer);
 
   if (outcome.accepted == 0) {
     return absl::Status(first_error.code(),

@@ -22,6 +22,10 @@
 
 namespace fl {
 
+// Who computes: the clients (on the workers, while this thread accumulates their
+// updates) or the server alone (configuring, finalising, evaluating).
+enum class RoundPhase { kClients, kServer };
+
 struct ServerConfig {
   int rounds = 1;
   // Ignored (everyone takes part) when one_shot.
@@ -30,6 +34,9 @@ struct ServerConfig {
   bool one_shot = false;
   int workers = 1;
   uint64_t seed = 0;
+  // Called as each phase starts, so that the server can have the cores the idle
+  // workers leave. Optional.
+  std::function<void(RoundPhase)> on_phase;
 };
 
 class Server {
@@ -57,6 +64,7 @@ class Server {
   };
 
   absl::StatusOr<RoundOutcome> RunRound(int round, ModelState& global);
+  void EnterPhase(RoundPhase phase) const;
 
   ServerConfig config_;
   Aggregator* aggregator_;
