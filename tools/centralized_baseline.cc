@@ -2,6 +2,8 @@
 // batch size as a spec's clients, trained as one plain centralised loop for a
 // given number of steps, with none of the federation around it. Prints one JSON
 // object; tools/bench_report.sh divides a federated run's throughput by this one.
+// It uses every core for its one stream, in the pool the runner would choose, and
+// the trainer's flat optimiser layout.
 //
 //   bazel run -c opt //tools:centralized_baseline -- --spec=experiments/flute_lr.textproto --steps=6000
 
@@ -18,10 +20,12 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "fl/experiment.h"
+#include "fl/flat_parameters.h"
 #include "fl/model.h"
 #include "fl/registry.h"
 #include "fl/spec_loader.h"
 #include "fl/status_macros.h"
+#include "fl/thread_budget.h"
 
 ABSL_FLAG(std::string, spec, "", "Path of the ExperimentSpec text proto.");
 ABSL_FLAG(std::string, set, "", "Text-format fragment merged into the spec.");
@@ -52,8 +56,17 @@ absl::Status Run() {
                           {experiment.data_info.input_shape, experiment.data_info.num_classes}));
   model->to(experiment.device);
   model->train();
+  // One training stream: every core, in the pool the model's operations use.
+  fl::ThreadBudgetRequest request;
+  request.cores = fl::UsableCores();
+  request.workers = 1;
+  for (const at::Tensor& p : model->parameters()) request.convolutional |= p.dim() >= 3;
+  FL_ASSIGN_OR_RETURN(fl::ThreadBudget budget, fl::ChooseThreadBudget(request));
+  fl::ApplyThreads(budget.worker);
+  // The trainer's optimiser layout, so that only the federation differs.
+  fl::FlatParameters flat(*model);
   const fedkit::OptimizerSpec& opt = spec.client().optimizer();
-  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(opt.lr())
+  torch::optim::SGD optimizer(flat.optimizer_tensors(), torch::optim::SGDOptions(opt.lr())
                                                        .momentum(opt.momentum())
                                                        .weight_decay(opt.weight_decay()));
   const int64_t batch = spec.client().batch_size();
@@ -65,7 +78,7 @@ absl::Status Run() {
   at::Tensor index;
 
   const auto start = std::chrono::steady_clock::now();
-  double loss_sum = 0;
+  at::Tensor loss_sum = at::zeros({}, x.options().dtype(at::kDouble));
   for (int64_t step = 0, begin = n; step < steps; ++step, begin += batch) {
     if (begin + batch > n) {
       std::shuffle(order.begin(), order.end(), rng);
@@ -77,15 +90,17 @@ absl::Status Run() {
     at::Tensor loss = at::cross_entropy_loss(model->Forward(x.index_select(0, b)), y.index_select(0, b));
     loss.backward();
     optimizer.step();
-    loss_sum += loss.item<double>();
+    loss_sum.add_(loss.detach());
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf(
       "{\"spec\": \"%s\", \"steps\": %lld, \"batch_size\": %lld, \"seconds\": %.4f, "
-      "\"steps_per_second\": %.2f, \"samples_per_second\": %.1f, \"mean_loss\": %.4f}\n",
+      "\"steps_per_second\": %.2f, \"samples_per_second\": %.1f, \"mean_loss\": %.4f, "
+      "\"intra_op_threads\": %d, \"blas_threads\": %d}\n",
       spec.name().c_str(), static_cast<long long>(steps), static_cast<long long>(batch), seconds,
-      steps / seconds, steps * batch / seconds, loss_sum / steps);
+      steps / seconds, steps * batch / seconds, loss_sum.item<double>() / steps,
+      budget.worker.intra_op, budget.worker.blas);
   return absl::OkStatus();
 }
 

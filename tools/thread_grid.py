@@ -60,7 +60,7 @@ def write_synthetic_cifar(folder, train, test, seed=0):
 
     def records(n):
         labels = rng.integers(0, 10, size=n)
-        pixels = np.clip(means[labels] + rng.normal(0, 160, size=(n, 3072)), 0, 255)
+        pixels = np.clip(means[labels] + rng.normal(0, 96, size=(n, 3072)), 0, 255)
         out = np.empty((n, 3073), dtype=np.uint8)
         out[:, 0] = labels
         out[:, 1:] = pixels.astype(np.uint8)
