@@ -176,7 +176,10 @@ def main(out):
               "clients, 10 per round, batch 10, lr 0.03, 1 local epoch), and the same with an MLP "
               "784-200-200-10. *centralised* = the same number of optimiser steps of the same model "
               "as one plain loop (tools/centralized_baseline); *ratio* = federated steps/s over "
-              "centralised steps/s.", "",
+              "centralised steps/s. Both use every core: the federated run with the runner's "
+              "default thread budget (clients in parallel on one worker per core), the "
+              "centralised loop as one stream with every thread in the pool its model uses; a "
+              "ratio above 1 means parallel clients use the cores better than one stream can.", "",
               "| task | rounds | wall | rounds/s | peak RSS | local steps | federated steps/s | centralised steps/s | ratio |",
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name in ["flute_lr", "flute_mlp"]:

@@ -4,14 +4,19 @@
 // its data: for every mini-batch b of B_k, g_b = grad_theta ||F(theta; x_b)||^2
 // (mean over the batch; no labels needed) and, element-wise,
 //   Omega_k <- mu * Omega_k + (1 - mu) * |g_b|,
-// an EMA each client keeps across rounds (option: from zeros every round, as
-// Algorithm 1 is printed). B_k is not trained on. The server
-// interpolates each parameter's step by its aggregated sensitivity:
+// an EMA started from zeros every round, as Algorithm 1 initialises it inside the
+// round loop (option: kept across the client's rounds). B_k is drawn once, before
+// the first round, and never trained on (option: redrawn every round; its size is
+// floor(0.3 n_k) by default). The server interpolates each parameter's step by
+// its aggregated sensitivity:
 //   w_k = n_k / sum_j n_j,  Omega = sum_k w_k Omega_k,
-//   zeta = 1 + tau - Omega / max(Omega),
+//   zeta = 1 + tau - Omega / max_layer(Omega),
 //   theta <- theta + eta * zeta (.) sum_k w_k delta_k       (delta = local - global)
-// so sensitive parameters move less (zeta -> tau) and insensitive ones more
-// (zeta -> 1 + tau). With zeta = 1 and eta = 1 this is FedAvg.
+// where max_layer is the largest entry within the parameter's layer (the weight
+// and bias of one module), as Algorithm 1 normalises "within a single layer"
+// (option: over all parameters, per tensor, or per entry over clients). Sensitive
+// parameters move less (zeta -> tau) and insensitive ones more (zeta -> 1 + tau).
+// With zeta = 1 and eta = 1 this is FedAvg.
 //
 // Elastic only replaces the final averaging, so it wraps a `base` aggregator
 // (FedAvg by default; FedProx, SCAFFOLD, ...): the base's client hooks and
@@ -21,9 +26,11 @@
 // Buffers keep the base's values. Where the normaliser is 0 (no sensitivity measured,
 // e.g. clients too small to hold anything out), zeta = 1 there.
 //
-// Mode FLBENCH follows the public reproduction (FL-bench; docs/elastic.md, section 3):
-// one scalar per parameter tensor, ||grad CE(F(theta; x), y)||^2, normalised per
-// tensor by the largest client value. Every choice is also a separate option.
+// Mode FLBENCH is FL-bench-like: it makes the public reproduction's choices
+// (docs/elastic.md, section 3): one scalar per parameter tensor,
+// ||grad CE(F(theta; x), y)||^2, normalised per tensor by the largest client
+// value, the EMA kept across rounds, B_k redrawn every round; the reproduction's
+// known bugs are deliberately not copied. Every choice is also a separate option.
 //
 // Two plugins: the client hook "elastic" (sends the extra "elastic/omega") and the
 // aggregator "elastic", which requests the hook.
@@ -43,6 +50,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -99,7 +107,7 @@ ElasticObjective ObjectiveOf(ElasticMode mode, ElasticObjective set) {
 ElasticNormalizer NormalizerOf(ElasticMode mode, ElasticNormalizer set) {
   if (set != fedkit::aggregators::NORMALIZER_DEFAULT) return set;
   return mode == fedkit::aggregators::FLBENCH ? fedkit::aggregators::CLIENTS
-                                              : fedkit::aggregators::ALL_PARAMETERS;
+                                              : fedkit::aggregators::EACH_LAYER;
 }
 
 // The hook's options with every default filled in.
@@ -110,10 +118,10 @@ struct SensitivitySettings {
   // Exactly one is used: holdout_batches > 0, else holdout_fraction.
   double holdout_fraction = kDefaultHoldoutFraction;
   int64_t holdout_batches = 0;
-  bool redraw_each_round = true;
+  bool redraw_each_round = false;
   bool bias_correction = false;
   int64_t batch_size = 0;  // 0: the client's batch size
-  bool keep_across_rounds = true;
+  bool keep_across_rounds = false;
 };
 
 // Validates `options`, naming fields under `path` (e.g. "options.sensitivity.").
@@ -158,9 +166,14 @@ absl::StatusOr<SensitivitySettings> ResolveSensitivity(const ElasticHookOptions&
     case ElasticHookOptions::HOLDOUT_NOT_SET:
       break;
   }
-  if (options.has_redraw_each_round()) s.redraw_each_round = options.redraw_each_round();
+  // Algorithm 1 draws B_k once and starts Omega_k from zeros every round;
+  // FL-bench redraws B_k and keeps its EMA.
+  const bool flbench = options.mode() == fedkit::aggregators::FLBENCH;
+  s.redraw_each_round =
+      options.has_redraw_each_round() ? options.redraw_each_round() : flbench;
   s.bias_correction = options.bias_correction();
-  if (options.has_keep_across_rounds()) s.keep_across_rounds = options.keep_across_rounds();
+  s.keep_across_rounds =
+      options.has_keep_across_rounds() ? options.keep_across_rounds() : flbench;
   if (options.has_sensitivity_batch_size()) {
     s.batch_size = options.sensitivity_batch_size();
     if (s.batch_size < 1) {
@@ -312,7 +325,8 @@ class ElasticHook : public fl::ClientHook {
       size = settings_.holdout_batches > 0
                  ? settings_.holdout_batches *
                        (settings_.batch_size > 0 ? settings_.batch_size : context.batch_size)
-                 : std::llround(settings_.holdout_fraction * static_cast<double>(n));
+                 : static_cast<int64_t>(
+                       std::floor(settings_.holdout_fraction * static_cast<double>(n)));
       size = std::clamp<int64_t>(size, 1, n - 1);
     }
     std::vector<int64_t> shuffled = share;
@@ -460,15 +474,13 @@ class Elastic : public fl::Aggregator {
     }
     at::NoGradGuard no_grad;
     // omega_sum_ = sum_k n_k Omega_k becomes zeta in place, tensor by tensor.
-    const double global_max = normalizer_ == fedkit::aggregators::ALL_PARAMETERS
-                                  ? MaxEntry(*omega_sum_)
-                                  : 0.0;
+    const std::vector<double> shared_max = SharedMaxima(*omega_sum_);
     ZetaStats stats;
     size_t l = 0;
     for (size_t i = 0; i < next.size(); ++i) {
       if (next.entries()[i].is_buffer) continue;
       at::Tensor& zeta = omega_sum_->mutable_tensor(l);
-      ToZeta(zeta, l, global_max);
+      ToZeta(zeta, l, shared_max[l]);
       stats.Add(zeta, next.tensor(i).numel());
       if (server_lr_ != 1.0) zeta.mul_(server_lr_);
       at::Tensor& param = next.mutable_tensor(i);
@@ -498,11 +510,27 @@ class Elastic : public fl::Aggregator {
   }
 
  private:
-  static double MaxEntry(const fl::ModelState& state) {
-    double max = 0.0;
-    for (const auto& e : state.entries()) {
-      if (e.tensor.numel() > 0) max = std::max(max, e.tensor.max().item<double>());
+  // For ALL_PARAMETERS and EACH_LAYER, each tensor's normaliser: the largest entry
+  // of all of `omega`, or of the tensors of its layer (names equal up to the last
+  // '.'). Zeros otherwise (unused).
+  std::vector<double> SharedMaxima(const fl::ModelState& omega) const {
+    std::vector<double> max(omega.size(), 0.0);
+    if (normalizer_ != fedkit::aggregators::ALL_PARAMETERS &&
+        normalizer_ != fedkit::aggregators::EACH_LAYER) {
+      return max;
     }
+    std::map<std::string, double> group_max;
+    auto group_of = [&](size_t l) -> std::string {
+      if (normalizer_ == fedkit::aggregators::ALL_PARAMETERS) return "";
+      const std::string& name = omega.entries()[l].name;
+      return name.substr(0, std::min(name.size(), name.rfind('.')));
+    };
+    for (size_t l = 0; l < omega.size(); ++l) {
+      const at::Tensor& t = omega.tensor(l);
+      double& m = group_max[group_of(l)];
+      if (t.numel() > 0) m = std::max(m, t.max().item<double>());
+    }
+    for (size_t l = 0; l < omega.size(); ++l) max[l] = group_max[group_of(l)];
     return max;
   }
 
@@ -511,7 +539,7 @@ class Elastic : public fl::Aggregator {
   // and zeta = 1 wherever the normaliser is 0. The clamp only acts on what no
   // well-behaved client sends (negative sensitivities): it keeps zeta in
   // [tau, 1 + tau] whatever arrives.
-  void ToZeta(at::Tensor& omega, size_t l, double global_max) const {
+  void ToZeta(at::Tensor& omega, size_t l, double shared_max) const {
     if (normalizer_ == fedkit::aggregators::CLIENTS) {
       // max_k Omega_k is per entry: Omega / max = omega / (total * max).
       const at::Tensor& max = omega_max_->tensor(l);
@@ -522,7 +550,7 @@ class Elastic : public fl::Aggregator {
     }
     const double max = normalizer_ == fedkit::aggregators::EACH_TENSOR
                            ? (omega.numel() > 0 ? omega.max().item<double>() : 0.0)
-                           : global_max;
+                           : shared_max;
     if (!(max > 0)) {
       omega.fill_(1.0);
       return;
@@ -567,8 +595,9 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateElastic(const ElasticOptio
     errors.Add("options.server_lr", absl::StrCat("must be > 0, got ", server_lr));
   }
   if (!fedkit::aggregators::ElasticNormalizer_IsValid(options.max_over())) {
-    errors.Add("options.max_over", absl::StrCat("must be ALL_PARAMETERS, EACH_TENSOR or CLIENTS, got ",
-                                                options.max_over()));
+    errors.Add("options.max_over",
+               absl::StrCat("must be EACH_LAYER, ALL_PARAMETERS, EACH_TENSOR or CLIENTS, got ",
+                            options.max_over()));
   }
   const std::string base_name = options.base().name().empty() ? "fedavg" : options.base().name();
   const auto& registry = fl::Registry<fl::Aggregator>::Global();

@@ -1,5 +1,7 @@
 #include <algorithm>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -129,6 +131,50 @@ TEST(ElasticTest, PerTensorMaxNormalisesEachTensorAlone) {
     ASSERT_TRUE(next.ok()) << next.status();
     EXPECT_TRUE(next->tensor(0).allclose(at::tensor({7.0f / 6.0f, 0.5f})));
     EXPECT_TRUE(next->tensor(1).allclose(at::tensor({zeta_b})));
+  }
+}
+
+TEST(ElasticTest, PaperNormalisesWithinEachLayer) {
+  // One client (n = 2), all deltas 1, so the new weights are zeta:
+  //   fc1.weight Omega (1, 3), fc1.bias Omega (0.5), fc2.weight Omega (0.25, 0.5).
+  // EACH_LAYER (PAPER's default): fc1's max 3, fc2's max 0.5, tau = 0.5:
+  //   fc1.weight 1.5 - (1/3, 1) = (7/6, 0.5), fc1.bias 1.5 - 0.5/3 = 4/3,
+  //   fc2.weight 1.5 - (0.5, 1) = (1, 0.5).
+  // ALL_PARAMETERS (max 3): fc2.weight 1.5 - (0.25/3, 0.5/3) = (17/12, 4/3).
+  // EACH_TENSOR: fc1.bias 1.5 - 1 = 0.5, fc2.weight as EACH_LAYER.
+  struct Case {
+    std::optional<fedkit::aggregators::ElasticNormalizer> max_over;
+    std::vector<float> fc1_bias, fc2_weight;
+  };
+  for (const Case& c : std::vector<Case>{
+           {std::nullopt, {4.0f / 3.0f}, {1.0f, 0.5f}},
+           {fedkit::aggregators::EACH_LAYER, {4.0f / 3.0f}, {1.0f, 0.5f}},
+           {fedkit::aggregators::ALL_PARAMETERS, {4.0f / 3.0f}, {17.0f / 12.0f, 4.0f / 3.0f}},
+           {fedkit::aggregators::EACH_TENSOR, {0.5f}, {1.0f, 0.5f}}}) {
+    ElasticOptions options;
+    if (c.max_over.has_value()) options.set_max_over(*c.max_over);
+    auto elastic = Create(options);
+    fl::ServerContext context;
+    const fl::ModelState global({{"fc1.weight", at::zeros({2}), false},
+                                 {"fc1.bias", at::zeros({1}), false},
+                                 {"fc2.weight", at::zeros({2}), false}});
+    ASSERT_TRUE(elastic->Configure(global, context).ok());
+    fl::ClientUpdate update;
+    update.num_examples = 2;
+    update.delta = fl::ModelState({{"fc1.weight", at::ones({2}), false},
+                                   {"fc1.bias", at::ones({1}), false},
+                                   {"fc2.weight", at::ones({2}), false}});
+    update.extras["elastic/omega"] =
+        fl::ModelState({{"fc1.weight", at::tensor({1.0f, 3.0f}), false},
+                        {"fc1.bias", at::tensor({0.5f}), false},
+                        {"fc2.weight", at::tensor({0.25f, 0.5f}), false}});
+    ASSERT_TRUE(elastic->Accumulate(std::move(update), context).ok());
+    auto next = elastic->Finalize(global, context);
+    ASSERT_TRUE(next.ok()) << next.status();
+    SCOPED_TRACE(c.max_over.has_value() ? static_cast<int>(*c.max_over) : -1);
+    EXPECT_TRUE(next->tensor(0).allclose(at::tensor({7.0f / 6.0f, 0.5f}))) << next->tensor(0);
+    EXPECT_TRUE(next->tensor(1).allclose(at::tensor(c.fc1_bias))) << next->tensor(1);
+    EXPECT_TRUE(next->tensor(2).allclose(at::tensor(c.fc2_weight))) << next->tensor(2);
   }
 }
 
@@ -294,11 +340,12 @@ struct HookFixture {
   }
 };
 
-TEST(ElasticHookTest, ElementwiseEmaAgainstHandComputation) {
+TEST(ElasticHookTest, ElementwiseEmaKeptAcrossRoundsAgainstHandComputation) {
   // Round 1: Omega = 0.95 * 0 + 0.05 * |(6, 12, 0)| = (0.3, 0.6, 0).
   // Round 2 (same model): 0.95 * (0.3, 0.6, 0) + 0.05 * (6, 12, 0) = (0.585, 1.17, 0).
   ElasticHookOptions options;
   options.set_holdout_fraction(0.5);
+  options.set_keep_across_rounds(true);
   HookFixture f;
   EXPECT_TRUE(f.RunRound(*Hook(options), 1).tensor(0).allclose(at::tensor({0.3f, 0.6f, 0.0f})));
   EXPECT_EQ(f.train.size(), 1u);  // B_k is not trained on
@@ -308,14 +355,46 @@ TEST(ElasticHookTest, ElementwiseEmaAgainstHandComputation) {
   EXPECT_TRUE(f.model.is_training());
 }
 
-TEST(ElasticHookTest, EmaCanRestartEveryRound) {
-  // keep_across_rounds false: round 2 starts from zeros again, (0.3, 0.6, 0).
-  ElasticHookOptions options;
-  options.set_holdout_fraction(0.5);
-  options.set_keep_across_rounds(false);
-  HookFixture f;
-  f.RunRound(*Hook(options), 1);
-  EXPECT_TRUE(f.RunRound(*Hook(options), 2).tensor(0).allclose(at::tensor({0.3f, 0.6f, 0.0f})));
+TEST(ElasticHookTest, PaperRestartsTheEmaEveryRoundFlbenchKeepsIt) {
+  // Algorithm 1 initialises Omega_k inside the round loop: PAPER's round 2 starts
+  // from zeros again, (0.3, 0.6, 0); FLBENCH continues the EMA, (0.585, 1.17, 0).
+  for (auto [mode, round2] :
+       std::vector<std::pair<fedkit::aggregators::ElasticMode, std::vector<float>>>{
+           {fedkit::aggregators::PAPER, {0.3f, 0.6f, 0.0f}},
+           {fedkit::aggregators::FLBENCH, {0.585f, 1.17f, 0.0f}}}) {
+    ElasticHookOptions options;
+    options.set_mode(mode);
+    options.set_granularity(fedkit::aggregators::ELEMENT);
+    options.set_objective(fedkit::aggregators::OUTPUT_NORM);
+    options.set_holdout_fraction(0.5);
+    HookFixture f;
+    f.RunRound(*Hook(options), 1);
+    EXPECT_TRUE(f.RunRound(*Hook(options), 2).tensor(0).allclose(at::tensor(round2)))
+        << "mode " << mode;
+  }
+}
+
+TEST(ElasticHookTest, HeldOutSizeIsTheFloorOfTheFraction) {
+  // FL-bench's int(0.3 n): 5 examples hold out floor(1.5) = 1, not round(1.5) = 2.
+  fl::Examples examples;
+  examples.x = at::randn({5, 3});
+  examples.y = at::zeros({5}, at::kLong);
+  DotModel model;
+  const fl::ModelState global = fl::ModelState::FromModule(model);
+  fl::TensorMap state;
+  const std::vector<int64_t> share = {0, 1, 2, 3, 4};
+  std::vector<int64_t> train = share;
+  fl::HookContext context;
+  context.model = &model;
+  context.global = &global;
+  context.state = &state;
+  context.examples = &examples;
+  context.client_indices = &share;
+  context.train_indices = &train;
+  context.seed = 3;
+  context.batch_size = 2;
+  ASSERT_TRUE(Hook(ElasticHookOptions())->BeforeTraining(context).ok());
+  EXPECT_EQ(train.size(), 4u);
 }
 
 TEST(ElasticHookTest, BiasCorrectionDividesByOneMinusMuToTheM) {
@@ -323,6 +402,7 @@ TEST(ElasticHookTest, BiasCorrectionDividesByOneMinusMuToTheM) {
   ElasticHookOptions options;
   options.set_holdout_fraction(0.5);
   options.set_bias_correction(true);
+  options.set_keep_across_rounds(true);
   HookFixture f;
   EXPECT_TRUE(f.RunRound(*Hook(options), 1).tensor(0).allclose(at::tensor({6.0f, 12.0f, 0.0f})));
   // The state keeps the uncorrected EMA.
@@ -344,9 +424,18 @@ TEST(ElasticHookTest, HeldOutSubsetIsRedrawnOrKept) {
   fl::Examples examples;
   examples.x = at::randn({100, 3});
   examples.y = at::zeros({100}, at::kLong);
-  for (bool redraw : {true, false}) {
-    ElasticHookOptions options;
-    options.set_redraw_each_round(redraw);
+  // Explicit, then each mode's default: Algorithm 1 draws B_k once (PAPER),
+  // FL-bench every round (FLBENCH).
+  std::vector<std::pair<ElasticHookOptions, bool>> cases(4);
+  cases[0].first.set_redraw_each_round(true);
+  cases[0].second = true;
+  cases[1].first.set_redraw_each_round(false);
+  cases[1].second = false;
+  cases[2].first.set_mode(fedkit::aggregators::PAPER);
+  cases[2].second = false;
+  cases[3].first.set_mode(fedkit::aggregators::FLBENCH);
+  cases[3].second = true;
+  for (const auto& [options, redraw] : cases) {
     DotModel model;
     const fl::ModelState global = fl::ModelState::FromModule(model);
     fl::TensorMap state;

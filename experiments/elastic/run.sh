@@ -1,10 +1,12 @@
 #!/bin/bash
 # Runs an Elastic Aggregation comparison over seeds, two runs at a time with one
-# BLAS thread each, then writes table.md and the accuracy curves.
+# worker and one thread each, then writes table.md and the accuracy curves.
 #   experiments/elastic/run.sh SETTING [ROUNDS]
-# SETTING is a spec in this folder: fmnist_mlp (FedAvg vs Elastic paper mode vs
-# FL-bench mode; METHODS=elastic_1batch adds paper mode with B_k = one batch), logreg_fmnist / logreg_mnist (naive vs elastic, the paper's
-# unbalanced logistic-regression row).
+# SETTING is a spec in this folder: fmnist_mlp (FedAvg vs Elastic paper mode,
+# paper mode with B_k = one batch, and FL-bench-like mode), logreg_fmnist /
+# logreg_mnist (naive vs elastic, the paper's unbalanced logistic-regression row).
+# Every setting also runs FedAvg with server steps 1.25 and 1.5: the control that
+# tells Elastic's interpolation from a larger server step.
 #   METHODS="fedavg elastic" SEEDS="1" experiments/elastic/run.sh fmnist_mlp 20
 # Results: experiments/elastic/results/SETTING/<method>_seed<S>/, table.md, *.png.
 set -euo pipefail
@@ -22,6 +24,8 @@ run_one() {
   local method="$1" seed="$2" aggregator rounds=""
   case "$method" in
     fedavg) aggregator='name: "fedavg" options { [type.googleapis.com/fedkit.aggregators.FedAvgOptions] { server_lr: 1 } }' ;;
+    fedavg_lr1.25) aggregator='name: "fedavg" options { [type.googleapis.com/fedkit.aggregators.FedAvgOptions] { server_lr: 1.25 } }' ;;
+    fedavg_lr1.5) aggregator='name: "fedavg" options { [type.googleapis.com/fedkit.aggregators.FedAvgOptions] { server_lr: 1.5 } }' ;;
     elastic) aggregator='name: "elastic" options { [type.googleapis.com/fedkit.aggregators.ElasticOptions] { mode: PAPER } }' ;;
     # B_k = one mini-batch instead of 30 % of the client's data (docs/elastic.md, section 4.2).
     elastic_1batch) aggregator='name: "elastic" options { [type.googleapis.com/fedkit.aggregators.ElasticOptions] { mode: PAPER sensitivity { holdout_batches: 1 } } }' ;;
@@ -30,9 +34,9 @@ run_one() {
   esac
   [[ -n "$ROUNDS" ]] && rounds="server { rounds: $ROUNDS }"
   local dir="$OUT/${method}_seed${seed}"
-  if OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "$BIN" \
-      --spec="experiments/elastic/$SETTING.textproto" --output_dir="$dir" \
-      --set="seed: $seed $rounds aggregator { $aggregator }" > "$dir.log" 2>&1; then
+  if "$BIN" --spec="experiments/elastic/$SETTING.textproto" --output_dir="$dir" \
+      --set="seed: $seed $rounds aggregator { $aggregator } simulation { workers: 1 threads_per_worker: 1 }" \
+      > "$dir.log" 2>&1; then
     echo "done $method seed $seed"
   else
     echo "FAILED $method seed $seed (see $dir.log)"
@@ -40,8 +44,8 @@ run_one() {
 }
 export -f run_one
 
-default_methods="fedavg elastic elastic_flbench"
-[[ "$SETTING" == logreg_* ]] && default_methods="fedavg elastic"
+default_methods="fedavg fedavg_lr1.25 fedavg_lr1.5 elastic elastic_1batch elastic_flbench"
+[[ "$SETTING" == logreg_* ]] && default_methods="fedavg fedavg_lr1.25 fedavg_lr1.5 elastic"
 for seed in ${SEEDS:-1 2 3}; do
   for method in ${METHODS:-$default_methods}; do
     echo "$method $seed"

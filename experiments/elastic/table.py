@@ -12,9 +12,12 @@ import os
 import statistics
 import sys
 
-METHODS = [("fedavg", "FedAvg (naive)"), ("elastic", "Elastic (paper mode)"),
+METHODS = [("fedavg", "FedAvg (naive)"),
+           ("fedavg_lr1.25", "FedAvg, server step 1.25"),
+           ("fedavg_lr1.5", "FedAvg, server step 1.5"),
+           ("elastic", "Elastic (paper mode)"),
            ("elastic_1batch", "Elastic (paper mode, B_k = 1 batch)"),
-           ("elastic_flbench", "Elastic (FL-bench mode)")]
+           ("elastic_flbench", "Elastic (FL-bench-like mode)")]
 
 
 def load(path):
@@ -103,7 +106,9 @@ def main(results):
     fig.savefig(os.path.join(results, "accuracy.png"), dpi=120)
 
     fig, ax = plt.subplots(figsize=(7, 3.5))
-    for method, label in METHODS[1:]:
+    for method, label in METHODS:
+        if not method.startswith("elastic"):
+            continue
         for seed, _ in sorted(runs.get(method, {}).items()):
             path = os.path.join(results, f"{method}_seed{seed}", "diagnostics.csv")
             if not os.path.exists(path):
