@@ -57,6 +57,8 @@ struct ServerContext {
   const Examples* proxy = nullptr;
   // Clients registered in the federation (SCAFFOLD scales by |S| / N).
   int num_clients = 0;
+  // Training examples over all clients of the federation (for weights n_i / n).
+  int64_t num_examples = 0;
   // Per-round scalars the aggregator reports (FedExP's eta_g, FedLAW's gamma, ...);
   // each key becomes a column of metrics.csv.
   std::map<std::string, double> diagnostics;

@@ -359,7 +359,9 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   ClientStateStore state_store;
   LocalTrainer trainer(spec.client(), experiment.spec_hooks, &state_store);
   std::vector<std::unique_ptr<Client>> clients;
+  int64_t federation_examples = 0;
   for (size_t k = 0; k < shares->size(); ++k) {
+    federation_examples += static_cast<int64_t>((*shares)[k].size());
     clients.push_back(std::make_unique<LocalClient>(k, std::move((*shares)[k]), &train, &trainer,
                                                     &pool, spec.seed()));
   }
@@ -380,6 +382,7 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   context.new_model = [&spec, &info, device] { return NewModel(spec, info, device); };
   context.proxy = proxy.size() > 0 ? &proxy : nullptr;
   context.num_clients = spec.partition().num_clients();
+  context.num_examples = federation_examples;
 
   const int64_t eval_batch =
       spec.server().has_eval_batch_size() ? spec.server().eval_batch_size() : kDefaultEvalBatchSize;

@@ -29,8 +29,11 @@ absl::StatusOr<FedExpStepConfig> FedExpStepConfigFromOptions(
     const fedkit::aggregators::FedExpOptions& options, absl::string_view path) {
   FedExpStepConfig config;
   if (options.has_epsilon()) config.epsilon = options.epsilon();
-  if (options.has_epsilon_decay()) config.epsilon_decay = options.epsilon_decay();
   config.paper_form = options.epsilon_form() == fedkit::aggregators::FedExpOptions::PAPER;
+  // The paper's eps is a constant; the code decays it with its local lr.
+  config.epsilon_decay = options.has_epsilon_decay() ? options.epsilon_decay()
+                         : config.paper_form     ? 1.0
+                                                 : 0.998;
   if (options.has_evaluate_last_two_average()) {
     config.evaluate_last_two_average = options.evaluate_last_two_average();
   }
@@ -59,9 +62,13 @@ fl::ModelState TakeFedExpStep(const fl::ModelState& global, const fl::ModelState
   fl::ModelState next = global.Clone();
   next.Axpy(step.eta_g, 1.0, mean_delta);
   if (config.evaluate_last_two_average && context.round > 1) {
+    // Parameters (w_{t+1} + w_t) / 2; buffers w_{t+1}'s, whose statistics belong
+    // to no average of weights.
     fl::ModelState average = next.Clone();
-    average.Axpy(1.0, global);
-    average.Scale(0.5);
+    average.Axpy(1.0, 0.0, global);
+    for (size_t i = 0; i < average.size(); ++i) {
+      if (!average.entries()[i].is_buffer) average.mutable_tensor(i).mul_(0.5);
+    }
     context.evaluation_model = std::move(average);
   }
   return next;

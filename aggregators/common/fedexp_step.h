@@ -25,7 +25,7 @@ namespace aggregators {
 
 struct FedExpStepConfig {
   double epsilon = 1e-3;
-  double epsilon_decay = 0.998;
+  double epsilon_decay = 0.998;  // 1 under the paper form unless set
   // true: eps_eff = eps_t (paper); false: eps_eff = M * eps_t (official code).
   bool paper_form = false;
   // Evaluate (w_{t+1} + w_t) / 2 from round 2 on.

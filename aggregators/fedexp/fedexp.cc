@@ -4,14 +4,16 @@
 // projection method (EPPM) of convex feasibility:
 //
 //   Delta_bar = sum_i p_i Delta_i / sum_i p_i     (p_i data-size weights, renormalised
-//                                                   over the participants)
+//                                                   over the participants; option:
+//                                                   p_i = 1, the paper's plain mean)
 //   eta_g     = max(1, A / (2 (||Delta_bar||^2 + eps_eff))),  A = sum_i p_i ||Delta_i||^2 / sum p_i
 //   w_{t+1}   = w_t + eta_g Delta_bar
 //
 // eps_eff is M * eps_t as in the official code (default) or eps_t as in the paper;
-// eps_t decays per round (see fedexp_options.proto and docs/fedexp.md, section 3).
-// The model evaluated is the average of the last two iterates; training continues
-// from w_{t+1}. Norms run over parameters in float64; buffers take the plain
+// eps_t decays per round with the code's form and is constant with the paper's
+// (see fedexp_options.proto and docs/fedexp.md, section 3). The model evaluated is
+// the average of the last two iterates' parameters (buffers: w_{t+1}'s); training
+// continues from w_{t+1}. Norms run over parameters in float64; buffers take the plain
 // weighted mean of the clients' values. eta_g, eps_t, A and ||Delta_bar||^2 are
 // written to metrics.csv every evaluated round (eta_g, fedexp_epsilon,
 // fedexp_mean_sq_norm, fedexp_mean_update_sq_norm).
@@ -65,7 +67,8 @@ FL_REGISTER_PLUGIN(fl::ClientHook, "fedexp", fedkit::aggregators::FedExpHookOpti
 
 class FedExp : public fl::Aggregator {
  public:
-  explicit FedExp(FedExpStepConfig config) : config_(config) {
+  FedExp(FedExpStepConfig config, ClientWeighting weighting)
+      : config_(config), weighting_(weighting) {
     hook_.name = "fedexp";
     hook_.options.PackFrom(fedkit::aggregators::FedExpHookOptions());
   }
@@ -91,7 +94,7 @@ class FedExp : public fl::Aggregator {
           "\" (the \"fedexp\" client hook sends it); rejected"));
     }
     const double squared_norm = it->second.tensor(0).item<double>();
-    const double weight = WeightOf(update, ClientWeighting::kNumExamples);
+    const double weight = WeightOf(update, weighting_);
     FL_RETURN_IF_ERROR(mean_.Add(update.delta, weight));
     norms_.Add(squared_norm, weight);
     return absl::OkStatus();
@@ -109,6 +112,7 @@ class FedExp : public fl::Aggregator {
 
  private:
   FedExpStepConfig config_;
+  const ClientWeighting weighting_;
   fl::HookRequest hook_;
   WeightedMean mean_;
   SquaredNormMean norms_;
@@ -117,7 +121,14 @@ class FedExp : public fl::Aggregator {
 absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateFedExp(
     const fedkit::aggregators::FedExpOptions& options, const fl::Aggregator::CreateArgs&) {
   FL_ASSIGN_OR_RETURN(FedExpStepConfig config, FedExpStepConfigFromOptions(options, "options"));
-  return std::make_unique<FedExp>(config);
+  if (!fedkit::aggregators::FedExpOptions::Weighting_IsValid(options.weighting())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.weighting: must be NUM_EXAMPLES or UNIFORM, got ", options.weighting()));
+  }
+  return std::make_unique<FedExp>(config, options.weighting() ==
+                                                  fedkit::aggregators::FedExpOptions::UNIFORM
+                                              ? ClientWeighting::kUniform
+                                              : ClientWeighting::kNumExamples);
 }
 
 FL_REGISTER_PLUGIN(fl::Aggregator, "fedexp", fedkit::aggregators::FedExpOptions, CreateFedExp);

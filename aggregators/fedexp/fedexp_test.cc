@@ -1,3 +1,7 @@
+#include <cmath>
+#include <utility>
+#include <vector>
+
 #include <ATen/ATen.h>
 
 #include "aggregators/fedavg/fedavg_options.pb.h"
@@ -146,6 +150,55 @@ TEST(FedExpTest, EpsilonDecaysWithTheRound) {
   context.round = 10;
   Round(*fedexp, Zero(4), Orthogonal(), context);
   EXPECT_NEAR(context.diagnostics.at("fedexp_epsilon"), 0.1 * std::pow(0.998, 20), 1e-15);
+}
+
+TEST(FedExpTest, EpsilonDecaysByDefaultOnlyInTheCodesForm) {
+  // Round 10, eps 0.1: the code's form decays it to 0.1 * 0.998^20, the paper's
+  // (a constant eps) keeps 0.1 unless a decay is set.
+  for (auto [form, expected] : std::vector<std::pair<Options::EpsilonForm, double>>{
+           {Options::CODE, 0.1 * std::pow(0.998, 20)}, {Options::PAPER, 0.1}}) {
+    Options options;
+    options.set_epsilon(0.1);
+    options.set_epsilon_form(form);
+    auto fedexp = Create("fedexp", options);
+    fl::ServerContext context;
+    context.round = 10;
+    Round(*fedexp, Zero(4), Orthogonal(), context);
+    EXPECT_NEAR(context.diagnostics.at("fedexp_epsilon"), expected, 1e-15) << form;
+  }
+}
+
+TEST(FedExpTest, UniformWeightingIsThePapersPlainMean) {
+  // (2, 0) with n = 1 and (-2, 0) with n = 3, uniform: Delta_bar = (0, 0),
+  // A = (4 + 4) / 2 = 4, eps 0.5 (paper form): eta_g = 4 / (2 (0 + 0.5)) = 4,
+  // w = 4 * (0, 0); the buffer is the plain mean (4 + 0) / 2 = 2.
+  Options options = Epsilon(0.5, Options::PAPER);
+  options.set_weighting(Options::UNIFORM);
+  auto fedexp = Create("fedexp", options);
+  fl::ServerContext context;
+  context.round = 1;
+  fl::ModelState next =
+      Round(*fedexp, Zero(2), {Update({2, 0}, 1, 4.0f), Update({-2, 0}, 3, 0.0f)}, context);
+  EXPECT_DOUBLE_EQ(context.diagnostics.at("eta_g"), 4.0);
+  EXPECT_DOUBLE_EQ(context.diagnostics.at("fedexp_mean_sq_norm"), 4.0);
+  EXPECT_TRUE(next.tensor(0).allclose(at::zeros({2})));
+  EXPECT_TRUE(next.tensor(1).allclose(at::tensor({2.0f})));
+}
+
+TEST(FedExpTest, TheTwoIterateAverageLeavesBuffersAtTheIterate) {
+  // Round 2 from a global whose buffer is 6; both clients report buffer 2, so the
+  // iterate's buffer is 2, and so is the evaluated model's (not (2 + 6) / 2).
+  auto fedexp = Create("fedexp", Epsilon(0.01));
+  fl::ServerContext context;
+  context.round = 2;
+  fl::ModelState global = Zero(4);
+  global.mutable_tensor(1) = at::tensor({6.0f});
+  std::vector<fl::ClientUpdate> updates = Orthogonal();
+  for (fl::ClientUpdate& u : updates) u.delta.mutable_tensor(1) = at::tensor({2.0f});
+  fl::ModelState next = Round(*fedexp, global, std::move(updates), context);
+  ASSERT_TRUE(context.evaluation_model.has_value());
+  EXPECT_TRUE(context.evaluation_model->tensor(1).equal(next.tensor(1)));
+  EXPECT_TRUE(context.evaluation_model->tensor(0).allclose(next.tensor(0) / 2));
 }
 
 TEST(FedExpTest, HookSendsTheSquaredNormOverParametersOnly) {

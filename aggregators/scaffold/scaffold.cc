@@ -13,7 +13,9 @@
 //   x <- x + eta_g * mean_{i in S} delta_i
 //   c <- c + (1/N) sum_{i in S} Delta c_i,   N = clients in the federation.
 // The paper's mean is the plain 1/|S| mean; by default the deltas are weighted by
-// data size like FedAvg's (options.weighting). The c update always uses 1/N.
+// data size like FedAvg's (options.weighting). The c update uses 1/N, or n_i / n
+// (n = the federation's examples) as FedExP's official code does
+// (options.control_variate_weighting).
 //
 // Both halves live here: the aggregator "scaffold" and the client hook "scaffold",
 // which the aggregator's RoundPlan names. The correction -c_i + c is applied through
@@ -317,10 +319,11 @@ absl::StatusOr<std::unique_ptr<fl::ClientHook>> CreateScaffoldHook(
 
 class Scaffold : public fl::Aggregator {
  public:
-  Scaffold(double server_lr, ClientWeighting weighting, google::protobuf::Any hook_options,
-           std::optional<FedExpStepConfig> extrapolation)
+  Scaffold(double server_lr, ClientWeighting weighting, bool c_by_examples,
+           google::protobuf::Any hook_options, std::optional<FedExpStepConfig> extrapolation)
       : server_lr_(server_lr),
         weighting_(weighting),
+        c_by_examples_(c_by_examples),
         hook_options_(std::move(hook_options)),
         extrapolation_(extrapolation) {}
 
@@ -381,7 +384,8 @@ class Scaffold : public fl::Aggregator {
     FL_RETURN_IF_ERROR(mean_.Add(update.delta, weight));
     if (extrapolation_.has_value()) norms_.Add(update.delta, weight);
     if (!delta_c_sum_.has_value()) delta_c_sum_ = c_->ZerosLike();
-    delta_c_sum_->Axpy(1.0, delta_c);
+    // sum_i Delta c_i, or sum_i n_i Delta c_i, scaled by 1/N or 1/n in Finalize.
+    delta_c_sum_->Axpy(c_by_examples_ ? static_cast<double>(update.num_examples) : 1.0, delta_c);
     return absl::OkStatus();
   }
 
@@ -406,7 +410,9 @@ class Scaffold : public fl::Aggregator {
       // Buffers: the weighted mean of client values, never scaled by eta_g.
       next.Axpy(server_lr_, 1.0, mean_delta);
     }
-    c_->Axpy(1.0 / context.num_clients, *delta_c_sum_);
+    c_->Axpy(1.0 / (c_by_examples_ ? static_cast<double>(context.num_examples)
+                                   : static_cast<double>(context.num_clients)),
+             *delta_c_sum_);
     ResetRound();
     return next;
   }
@@ -445,11 +451,17 @@ class Scaffold : public fl::Aggregator {
   }
 
  private:
-  static absl::Status CheckNumClients(const fl::ServerContext& context) {
+  absl::Status CheckNumClients(const fl::ServerContext& context) const {
     if (context.num_clients < 1) {
       return absl::FailedPreconditionError(absl::StrCat(
           "SCAFFOLD scales c's update by 1/N: server context num_clients must be >= 1, got ",
           context.num_clients));
+    }
+    if (c_by_examples_ && context.num_examples < 1) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "control_variate_weighting FEDERATION_NUM_EXAMPLES scales c's update by 1/n: server "
+          "context num_examples must be >= 1, got ",
+          context.num_examples));
     }
     return absl::OkStatus();
   }
@@ -489,6 +501,7 @@ class Scaffold : public fl::Aggregator {
 
   const double server_lr_;
   const ClientWeighting weighting_;
+  const bool c_by_examples_;
   const google::protobuf::Any hook_options_;
   // The server control variate c over the model's parameters; created at the first
   // Configure (from restored_ when a checkpoint was restored).
@@ -512,6 +525,12 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateScaffold(const ScaffoldOpt
   if (!ScaffoldOptions::Weighting_IsValid(options.weighting())) {
     return absl::InvalidArgumentError(absl::StrCat(
         "options.weighting: must be NUM_EXAMPLES or UNIFORM, got ", options.weighting()));
+  }
+  if (!ScaffoldOptions::ControlVariateWeighting_IsValid(options.control_variate_weighting())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.control_variate_weighting: must be FEDERATION_UNIFORM or "
+        "FEDERATION_NUM_EXAMPLES, got ",
+        options.control_variate_weighting()));
   }
   FL_RETURN_IF_ERROR(CheckControlVariateUpdate(options.control_variate_update()));
   FL_RETURN_IF_ERROR(CheckGradientBatchSize(
@@ -537,6 +556,7 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateScaffold(const ScaffoldOpt
       server_lr,
       options.weighting() == ScaffoldOptions::UNIFORM ? ClientWeighting::kUniform
                                                       : ClientWeighting::kNumExamples,
+      options.control_variate_weighting() == ScaffoldOptions::FEDERATION_NUM_EXAMPLES,
       std::move(hook_options), extrapolation);
 }
 

@@ -287,6 +287,34 @@ TEST(ScaffoldTest, PartialParticipationMovesCByOneOverN) {
   ExpectValues(plan->broadcast.at("scaffold/c").tensor(0), {1, -1});
 }
 
+TEST(ScaffoldTest, ControlVariateWeightedByTheFederationsExamples) {
+  // FedExP's code: c <- c + sum_i (n_i / n) Delta c_i, n = 10 examples in the
+  // federation. A: n = 1, Dc (4, -8); B: n = 3, Dc (0, 4):
+  // c = (1 * (4, -8) + 3 * (0, 4)) / 10 = (0.4, 0.4). The model step is unchanged.
+  ScaffoldOptions options;
+  options.set_control_variate_weighting(ScaffoldOptions::FEDERATION_NUM_EXAMPLES);
+  auto scaffold = Scaffold(options);
+  fl::ServerContext context;
+  context.num_clients = 4;
+  context.num_examples = 10;
+  const fl::ModelState global = VectorState({1, 2}, 10);
+  ASSERT_TRUE(scaffold->Configure(global, context).ok());
+  ASSERT_TRUE(scaffold->Accumulate(Update(VectorState({4, 0}, 8), 1, {4, -8}), context).ok());
+  ASSERT_TRUE(scaffold->Accumulate(Update(VectorState({0, -4}, 0), 3, {0, 4}), context).ok());
+  auto next = scaffold->Finalize(global, context);
+  ASSERT_TRUE(next.ok()) << next.status();
+  ExpectValues(next->tensor(0), {2, -1});  // (1, 2) + (1, -3)
+  auto plan = scaffold->Configure(*next, context);
+  ExpectValues(plan->broadcast.at("scaffold/c").tensor(0), {0.4, 0.4});
+
+  // Without the federation's size the weights are undefined: an error, not 1/0.
+  auto unsized = Scaffold(options);
+  fl::ServerContext no_size;
+  no_size.num_clients = 4;
+  EXPECT_THAT(std::string(unsized->Configure(global, no_size).status().message()),
+              HasSubstr("num_examples must be >= 1"));
+}
+
 TEST(ScaffoldTest, ExtrapolationTakesFedExpsStepOnTheModelOnly) {
   // SCAFFOLD(ExP), eps 0, N = 4, round 2. Global w = (1, 2), buffer 10.
   // A: n = 1, delta (4, 0), buffer delta 8, Dc (4, -8); B: n = 1, delta (-2, 0),
