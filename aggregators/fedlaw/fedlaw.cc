@@ -81,6 +81,7 @@ struct FedLawConfig {
   double eps = 1e-8;
   int64_t batch_size = 128;
   bool swa = false;
+  bool swa_gamma_first = false;
   double holdout_fraction = 0.3;
 };
 
@@ -227,8 +228,11 @@ class FedLaw : public fl::Aggregator {
       return {{config_.learn_lambda, config_.learn_gamma, config_.server_epochs, false}};
     }
     std::vector<Stage> stages;
-    if (config_.learn_lambda) stages.push_back({true, false, config_.server_epochs / 2, true});
-    if (config_.learn_gamma) stages.push_back({false, true, config_.server_epochs / 2, false});
+    const Stage lambda{true, false, config_.server_epochs / 2, true};
+    const Stage gamma{false, true, config_.server_epochs / 2, false};
+    if (config_.learn_gamma && config_.swa_gamma_first) stages.push_back(gamma);
+    if (config_.learn_lambda) stages.push_back(lambda);
+    if (config_.learn_gamma && !config_.swa_gamma_first) stages.push_back(gamma);
     return stages;
   }
 
@@ -331,6 +335,11 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateFedLaw(const FedLawOptions
     errors.Add("options.batch_size", absl::StrCat("must be >= 1, got ", config.batch_size));
   }
   config.swa = options.swa();
+  if (!FedLawOptions::SwaOrder_IsValid(options.swa_order())) {
+    errors.Add("options.swa_order",
+               absl::StrCat("must be LAMBDA_FIRST or GAMMA_FIRST, got ", options.swa_order()));
+  }
+  config.swa_gamma_first = options.swa_order() == FedLawOptions::GAMMA_FIRST;
   if (options.has_client_holdout_fraction()) {
     config.holdout_fraction = options.client_holdout_fraction();
   }

@@ -195,6 +195,28 @@ TEST_F(FedLawToyTest, SwaWithFewEpochsKeepsSizeWeights) {
   EXPECT_LT(context_.diagnostics.at("lambda_max"), 0.75);
 }
 
+TEST_F(FedLawToyTest, SwaOrderDecidesWhichStageLearnsFromTheSizeWeights) {
+  // Paper order: gamma's stage runs first, from lambda at the size weights, exactly
+  // as GAMMA_ONLY with Es / 2 epochs does (same proxy batches: the stages draw them
+  // in turn). The code's order learns gamma after lambda moved, so its gamma differs.
+  auto gamma_only = Create("fedlaw", Options(FedLawOptions::GAMMA_ONLY, 7));
+  ASSERT_TRUE(Run(*gamma_only).ok());
+  const double gamma_alone = context_.diagnostics.at("gamma");
+
+  FedLawOptions options = Options(FedLawOptions::BOTH, 14);
+  options.set_swa(true);
+  options.set_swa_order(FedLawOptions::GAMMA_FIRST);
+  auto paper = Create("fedlaw", options);
+  ASSERT_TRUE(Run(*paper).ok());
+  EXPECT_DOUBLE_EQ(context_.diagnostics.at("gamma"), gamma_alone);
+  EXPECT_LT(context_.diagnostics.at("lambda_max"), 0.75);  // lambda then learns
+
+  options.set_swa_order(FedLawOptions::LAMBDA_FIRST);
+  auto code = Create("fedlaw", options);
+  ASSERT_TRUE(Run(*code).ok());
+  EXPECT_NE(context_.diagnostics.at("gamma"), gamma_alone);
+}
+
 TEST_F(FedLawToyTest, WithoutAProxySetFailsNamingTheField) {
   context_.proxy = nullptr;
   auto fedlaw = Create("fedlaw", Options(FedLawOptions::BOTH));

@@ -263,14 +263,16 @@ enum class SecondMoment { kAdagrad, kAdam, kYogi };
 
 class AdaptiveServerOptimizer : public ServerOptimizer {
  public:
+  // `tau_inside_root`: FedExP's code form, v_{-1} = 0 and x += eta m / sqrt(v + tau).
   AdaptiveServerOptimizer(SecondMoment rule, double server_lr, double beta1, double beta2,
-                          double tau)
+                          double tau, bool tau_inside_root = false)
       : ServerOptimizer({"m", "v"}),
         rule_(rule),
         server_lr_(server_lr),
         beta1_(beta1),
         beta2_(beta2),
-        tau_(tau) {}
+        tau_(tau),
+        tau_inside_root_(tau_inside_root) {}
 
   // One client in does not give that client's update out: the step is normalised
   // per coordinate.
@@ -283,7 +285,8 @@ class AdaptiveServerOptimizer : public ServerOptimizer {
 
  protected:
   at::Tensor InitialSlot(const std::string& slot, const at::Tensor& parameter) const override {
-    return slot == "v" ? at::full_like(parameter, tau_ * tau_) : at::zeros_like(parameter);
+    if (slot == "v" && !tau_inside_root_) return at::full_like(parameter, tau_ * tau_);
+    return at::zeros_like(parameter);
   }
 
   void Step(const at::Tensor& delta, std::vector<at::Tensor>& slots,
@@ -304,7 +307,7 @@ class AdaptiveServerOptimizer : public ServerOptimizer {
         break;
       }
     }
-    x.addcdiv_(m, v.sqrt().add_(tau_), server_lr_);
+    x.addcdiv_(m, tau_inside_root_ ? v.add(tau_).sqrt_() : v.sqrt().add_(tau_), server_lr_);
   }
 
  private:
@@ -313,6 +316,7 @@ class AdaptiveServerOptimizer : public ServerOptimizer {
   double beta1_;
   double beta2_;
   double tau_;
+  bool tau_inside_root_;
 };
 
 // Option checks, each recorded with its path so all problems are reported together.
@@ -346,24 +350,35 @@ constexpr double kBeta1 = 0.9;
 constexpr double kBeta2 = 0.99;
 constexpr double kTau = 1e-3;
 
-absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateAdaptive(SecondMoment rule,
-                                                               double server_lr, double beta1,
-                                                               double beta2, double tau) {
-  fl::ErrorList errors;
+absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateAdaptive(
+    SecondMoment rule, double server_lr, double beta1, double beta2, double tau,
+    bool tau_inside_root = false, fl::ErrorList errors = {}) {
   CheckPositive("server_lr", server_lr, errors);
   CheckUnitInterval("beta1", beta1, errors);
   if (rule != SecondMoment::kAdagrad) CheckUnitInterval("beta2", beta2, errors);
   CheckPositive("tau", tau, errors);
   FL_RETURN_IF_ERROR(errors.ToStatus());
-  return std::make_unique<AdaptiveServerOptimizer>(rule, server_lr, beta1, beta2, tau);
+  return std::make_unique<AdaptiveServerOptimizer>(rule, server_lr, beta1, beta2, tau,
+                                                   tau_inside_root);
 }
 
 absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateFedAdagrad(
     const fedkit::aggregators::FedAdagradOptions& options, const fl::Aggregator::CreateArgs&) {
+  using fedkit::aggregators::FedAdagradOptions;
+  fl::ErrorList errors;
+  if (!FedAdagradOptions::Form_IsValid(options.form())) {
+    errors.Add("options.form",
+               absl::StrCat("must be REDDI or FEDEXP_CODE, got ", options.form()));
+  }
+  const bool code_form = options.form() == FedAdagradOptions::FEDEXP_CODE;
+  if (code_form && options.has_beta1()) {
+    errors.Add("options.beta1", "form FEDEXP_CODE has no momentum: leave beta1 unset");
+  }
   return CreateAdaptive(SecondMoment::kAdagrad,
                         options.has_server_lr() ? options.server_lr() : kAdaptiveServerLr,
-                        options.has_beta1() ? options.beta1() : kBeta1, /*beta2=*/0.0,
-                        options.has_tau() ? options.tau() : kTau);
+                        code_form ? 0.0 : (options.has_beta1() ? options.beta1() : kBeta1),
+                        /*beta2=*/0.0, options.has_tau() ? options.tau() : kTau, code_form,
+                        std::move(errors));
 }
 
 absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateFedAdam(

@@ -137,6 +137,29 @@ TEST(FedAdagradTest, TwoRoundsAgainstHandComputation) {
   ExpectTensor(state["v/w"], {1.69f, 72.25f}, 1e-4);
 }
 
+TEST(FedAdagradTest, FedExpCodeFormAgainstHandComputation) {
+  // FedExP's code: no momentum, v from 0, tau inside the root. eta 1, tau 0.25,
+  // global (1, 0).
+  // Round 1: Delta_0 = (1.2, -1.2) as above; v_0 = (1.44, 1.44);
+  //   x_1 = (1, 0) + (1.2, -1.2) / sqrt(1.69) = (1 + 12/13, -12/13).
+  // Round 2: Delta_1 = (0, 8.4); v_1 = (1.44, 72); x_2 = x_1 + (0, 8.4 / sqrt(72.25))
+  //   = (1 + 12/13, -12/13 + 84/85).
+  // Reddi's form with the same eta and tau would move coordinate 0 by
+  // 0.1 * 1.2 / (1.2 + 0.25) in round 1 (beta1 0.9): about 10x less.
+  FedAdagradOptions options;
+  options.set_server_lr(1);
+  options.set_tau(0.25);
+  options.set_form(FedAdagradOptions::FEDEXP_CODE);
+  auto fedadagrad = Create("fedadagrad", options);
+  fl::ModelState x1 = Round(*fedadagrad, Params({1, 0}),
+                            {{Params({2.4, 0}), 1}, {Params({0.8, -1.6}), 3}});
+  ExpectTensor(x1.tensor(0), {1.0f + 12.0f / 13, -12.0f / 13});
+  fl::ModelState x2 = Round(*fedadagrad, x1, {{Params({0, 8.4}), 5}});
+  ExpectTensor(x2.tensor(0), {1.0f + 12.0f / 13, -12.0f / 13 + 84.0f / 85}, 1e-5);
+  std::map<std::string, at::Tensor> state = fedadagrad->SaveState();
+  ExpectTensor(state["v/w"], {1.44f, 72.0f}, 1e-4);
+}
+
 TEST(FedYogiTest, SignRuleAgainstHandComputation) {
   // eta 1, beta1 0 (m_0 = Delta_0), beta2 0.5, tau 0.5 (v_{-1} = 0.25); global 0.
   // One client, delta (1, 0.3, 0.5), so Delta^2 = (1, 0.09, 0.25):
@@ -349,6 +372,11 @@ TEST(FedOptOptionsTest, FedAdagradErrors) {
             "options.server_lr: must be > 0, got -1\n"
             "options.beta1: must be in [0, 1), got -0.5\n"
             "options.tau: must be > 0, got 0");
+  FedAdagradOptions code;
+  code.set_form(FedAdagradOptions::FEDEXP_CODE);
+  code.set_beta1(0.9);
+  EXPECT_EQ(CreateError("fedadagrad", code),
+            "options.beta1: form FEDEXP_CODE has no momentum: leave beta1 unset");
 }
 
 TEST(FedOptOptionsTest, FedAdamErrors) {
