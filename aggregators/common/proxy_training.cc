@@ -6,13 +6,18 @@
 
 #include <ATen/ATen.h>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "fl/errors.h"
 #include "fl/status_macros.h"
 
 namespace aggregators {
 
 constexpr char kMomentumPrefix[] = "momentum/";
+constexpr char kAdamMeanPrefix[] = "adam_m/";
+constexpr char kAdamSquarePrefix[] = "adam_v/";
+constexpr char kAdamStepsKey[] = "adam_steps";
 
 absl::Status RequireProxy(const fl::ServerContext& context, absl::string_view method) {
   if (context.proxy == nullptr || context.proxy->size() == 0) {
@@ -61,11 +66,22 @@ absl::StatusOr<ServerSgdConfig> ServerSgdConfigFromOptions(
   if (config.batch_size < 1) {
     errors.Add(field("batch_size"), absl::StrCat("must be >= 1, got ", config.batch_size));
   }
+  if (!fedkit::aggregators::ServerSgdOptions::Optimizer_IsValid(options.optimizer())) {
+    errors.Add(field("optimizer"), absl::StrCat("must be SGD or ADAM, got ", options.optimizer()));
+  }
+  config.adam = options.optimizer() == fedkit::aggregators::ServerSgdOptions::ADAM;
+  if (config.adam) {
+    config.lr = 0.001;
+    config.weight_decay = 0.0;
+  }
   if (options.has_lr()) config.lr = options.lr();
   if (!(config.lr > 0) || !std::isfinite(config.lr)) {
     errors.Add(field("lr"), absl::StrCat("must be > 0, got ", config.lr));
   }
-  if (options.has_momentum()) config.momentum = options.momentum();
+  if (options.has_momentum()) {
+    config.momentum = options.momentum();
+    if (config.adam) errors.Add(field("momentum"), "not used by optimizer ADAM; remove it");
+  }
   if (!(config.momentum >= 0 && config.momentum < 1)) {
     errors.Add(field("momentum"), absl::StrCat("must be in [0, 1), got ", config.momentum));
   }
@@ -73,14 +89,64 @@ absl::StatusOr<ServerSgdConfig> ServerSgdConfigFromOptions(
   if (!(config.weight_decay >= 0) || !std::isfinite(config.weight_decay)) {
     errors.Add(field("weight_decay"), absl::StrCat("must be >= 0, got ", config.weight_decay));
   }
+  if (!config.adam && (options.has_beta1() || options.has_beta2() || options.has_eps())) {
+    errors.Add(field("optimizer"), "beta1, beta2 and eps are Adam's: set optimizer: ADAM");
+  }
+  if (options.has_beta1()) config.beta1 = options.beta1();
+  if (options.has_beta2()) config.beta2 = options.beta2();
+  for (const auto& [name, beta] : {std::make_pair("beta1", config.beta1),
+                                   std::make_pair("beta2", config.beta2)}) {
+    if (!(beta >= 0 && beta < 1)) {
+      errors.Add(field(name), absl::StrCat("must be in [0, 1), got ", beta));
+    }
+  }
+  if (options.has_eps()) config.eps = options.eps();
+  if (!(config.eps > 0) || !std::isfinite(config.eps)) {
+    errors.Add(field("eps"), absl::StrCat("must be > 0, got ", config.eps));
+  }
   if (options.has_persist_momentum()) config.persist_momentum = options.persist_momentum();
   FL_RETURN_IF_ERROR(errors.ToStatus());
   return config;
 }
 
+absl::StatusOr<at::Tensor> ProxySgd::Direction(const std::string& name, const at::Tensor& p,
+                                               const at::Tensor& d) {
+  // A slot's tensor, created by `init` at its first use.
+  auto slot = [&](const char* prefix, auto init) -> absl::StatusOr<at::Tensor*> {
+    auto it = state_.find(prefix + name);
+    if (it == state_.end()) it = state_.emplace(prefix + name, init()).first;
+    if (!it->second.sizes().equals(p.sizes())) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("optimiser state \"", it->first, "\" has shape ",
+                       c10::str(it->second.sizes()), ", the parameter ", c10::str(p.sizes())));
+    }
+    if (it->second.device() != p.device()) it->second = it->second.to(p.device());
+    return &it->second;
+  };
+  if (config_.adam) {
+    FL_ASSIGN_OR_RETURN(at::Tensor * m, slot(kAdamMeanPrefix, [&] { return at::zeros_like(p); }));
+    FL_ASSIGN_OR_RETURN(at::Tensor * v,
+                        slot(kAdamSquarePrefix, [&] { return at::zeros_like(p); }));
+    m->mul_(config_.beta1).add_(d, 1.0 - config_.beta1);
+    v->mul_(config_.beta2).addcmul_(d, d, 1.0 - config_.beta2);
+    const double correction1 = 1.0 - std::pow(config_.beta1, adam_steps_);
+    const double correction2 = 1.0 - std::pow(config_.beta2, adam_steps_);
+    const at::Tensor denominator = (v->sqrt() / std::sqrt(correction2)).add_(config_.eps);
+    return *m / denominator / correction1;
+  }
+  if (config_.momentum == 0) return d;
+  const bool first = state_.count(kMomentumPrefix + name) == 0;
+  FL_ASSIGN_OR_RETURN(at::Tensor * b, slot(kMomentumPrefix, [&] { return d.clone(); }));
+  if (!first) b->mul_(config_.momentum).add_(d);
+  return *b;
+}
+
 absl::Status ProxySgd::Train(fl::Model& model, int64_t proxy_size, uint64_t seed,
                              const LossFn& loss) {
-  if (!config_.persist_momentum) momentum_.clear();
+  if (!config_.persist_momentum) {
+    state_.clear();
+    adam_steps_ = 0;
+  }
   const int64_t batch_size = std::min(config_.batch_size, proxy_size);
   const int64_t per_epoch = (proxy_size + batch_size - 1) / batch_size;
   const int64_t total = config_.steps > 0 ? config_.steps : config_.epochs * per_epoch;
@@ -101,26 +167,13 @@ absl::Status ProxySgd::Train(fl::Model& model, int64_t proxy_size, uint64_t seed
     at::Tensor value = loss(model, batches[step % per_epoch]);
     value.backward();
     at::NoGradGuard no_grad;
+    ++adam_steps_;
     for (auto& [name, p] : parameters) {
       if (!p.grad().defined()) continue;
       at::Tensor d = p.grad();
       if (config_.weight_decay != 0) d = d.add(p, config_.weight_decay);
-      if (config_.momentum != 0) {
-        auto it = momentum_.find(name);
-        if (it == momentum_.end()) {
-          it = momentum_.emplace(name, d.clone()).first;
-        } else {
-          if (!it->second.sizes().equals(p.sizes())) {
-            return absl::FailedPreconditionError(absl::StrCat(
-                "momentum buffer \"", name, "\" has shape ", c10::str(it->second.sizes()),
-                ", the parameter ", c10::str(p.sizes())));
-          }
-          if (it->second.device() != p.device()) it->second = it->second.to(p.device());
-          it->second.mul_(config_.momentum).add_(d);
-        }
-        d = it->second;
-      }
-      p.sub_(d, config_.lr);
+      FL_ASSIGN_OR_RETURN(at::Tensor direction, Direction(name, p, d));
+      p.sub_(direction, config_.lr);
     }
   }
   for (auto& [name, p] : parameters) p.mutable_grad() = at::Tensor();
@@ -129,25 +182,42 @@ absl::Status ProxySgd::Train(fl::Model& model, int64_t proxy_size, uint64_t seed
 
 std::map<std::string, at::Tensor> ProxySgd::SaveState() const {
   std::map<std::string, at::Tensor> state;
-  for (const auto& [name, buffer] : momentum_) state[kMomentumPrefix + name] = buffer.clone();
+  for (const auto& [key, tensor] : state_) state[key] = tensor.clone();
+  if (config_.adam && adam_steps_ > 0) {
+    state[kAdamStepsKey] = at::scalar_tensor(adam_steps_, at::kLong);
+  }
   return state;
 }
 
 absl::Status ProxySgd::RestoreState(const std::map<std::string, at::Tensor>& state) {
-  std::map<std::string, at::Tensor> momentum;
-  const std::string prefix = kMomentumPrefix;
+  std::map<std::string, at::Tensor> restored;
+  int64_t adam_steps = 0;
+  std::vector<std::string> prefixes = {kMomentumPrefix};
+  if (config_.adam) prefixes = {kAdamMeanPrefix, kAdamSquarePrefix};
   for (const auto& [key, tensor] : state) {
-    if (key.rfind(prefix, 0) != 0 || key.size() == prefix.size()) {
+    if (config_.adam && key == kAdamStepsKey) {
+      if (!tensor.defined() || tensor.numel() != 1) {
+        return absl::InvalidArgumentError(absl::StrCat("state: \"", key, "\" is not a scalar"));
+      }
+      adam_steps = tensor.item<int64_t>();
+      continue;
+    }
+    const bool known = absl::c_any_of(prefixes, [&key](const std::string& prefix) {
+      return key.rfind(prefix, 0) == 0 && key.size() > prefix.size();
+    });
+    if (!known) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "state: unexpected key \"", key, "\"; expected \"", prefix, "<parameter name>\""));
+          "state: unexpected key \"", key, "\"; expected \"", absl::StrJoin(prefixes, "\" or \""),
+          "<parameter name>\"", config_.adam ? " or \"adam_steps\"" : ""));
     }
     if (!tensor.defined() || !at::isFloatingType(tensor.scalar_type())) {
       return absl::InvalidArgumentError(
           absl::StrCat("state: \"", key, "\" is not a floating-point tensor"));
     }
-    momentum[key.substr(prefix.size())] = tensor.detach().clone();
+    restored[key] = tensor.detach().clone();
   }
-  momentum_ = std::move(momentum);
+  state_ = std::move(restored);
+  adam_steps_ = adam_steps;
   return absl::OkStatus();
 }
 

@@ -49,6 +49,10 @@ struct ServerSgdConfig {
   double momentum = 0.9;
   double weight_decay = 5e-4;
   bool persist_momentum = true;
+  bool adam = false;
+  double beta1 = 0.5;
+  double beta2 = 0.999;
+  double eps = 1e-8;
 };
 
 // Errors name fields under `path` (e.g. "options.sgd").
@@ -56,11 +60,12 @@ absl::StatusOr<ServerSgdConfig> ServerSgdConfigFromOptions(
     const fedkit::aggregators::ServerSgdOptions& options, const std::string& path);
 
 // Trains `model` on the proxy set in train mode with SGD (torch.optim.SGD's rule:
-// d = grad + wd * p; b = m * b + d, b = d at its first step; p -= lr * b), for the
-// configured budget of shuffled minibatches. `loss` maps (model, batch indices) to
-// the batch's loss. Momentum buffers live in this object: with persist_momentum they
-// carry into the next round's training, as the official code's central optimiser
-// does; SaveState/RestoreState carry them through checkpoints.
+// d = grad + wd * p; b = m * b + d, b = d at its first step; p -= lr * b) or Adam
+// (torch.optim.Adam's rule on d), for the configured budget of shuffled minibatches.
+// `loss` maps (model, batch indices) to the batch's loss. The optimiser's state
+// lives in this object: with persist_momentum it carries into the next round's
+// training, as the official code's central optimiser does; SaveState/RestoreState
+// carry it through checkpoints.
 class ProxySgd {
  public:
   using LossFn = std::function<at::Tensor(fl::Model&, const at::Tensor& batch)>;
@@ -73,9 +78,14 @@ class ProxySgd {
   absl::Status RestoreState(const std::map<std::string, at::Tensor>& state);
 
  private:
+  // d's step for parameter `name` under SGD's momentum or Adam's moments.
+  absl::StatusOr<at::Tensor> Direction(const std::string& name, const at::Tensor& p,
+                                       const at::Tensor& d);
+
   ServerSgdConfig config_;
-  // Parameter name -> momentum buffer.
-  std::map<std::string, at::Tensor> momentum_;
+  // Slot prefix + parameter name -> tensor: SGD's momentum, Adam's two moments.
+  std::map<std::string, at::Tensor> state_;
+  int64_t adam_steps_ = 0;
 };
 
 // FedAvg's aggregate (data-size weighted, buffers included), then ProxySgd on the

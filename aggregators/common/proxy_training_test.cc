@@ -1,9 +1,11 @@
 #include "aggregators/common/proxy_training.h"
 
+#include <cmath>
 #include <random>
 #include <set>
 
 #include <ATen/ATen.h>
+#include <torch/optim/adam.h>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -71,6 +73,45 @@ TEST(ProxySgdTest, WeightDecayAddsToTheGradient) {
   EXPECT_NEAR(model.w(), 1.05, 1e-12);
 }
 
+// Two rounds of Adam, 2 steps then 1 through a checkpoint, against one
+// torch::optim::Adam run of 3 steps on the same quadratic: the same rule, the
+// moments and step count carried across rounds.
+TEST(ProxySgdTest, AdamFollowsTorchsRuleAcrossRounds) {
+  ServerSgdConfig config = Sgd(2, true);
+  config.adam = true;
+  config.lr = 0.1;
+  config.weight_decay = 0.01;
+  ProxySgd first(config);
+  Scalar model;
+  ASSERT_TRUE(first.Train(model, 4, 1, Quadratic).ok());
+  config.steps = 1;
+  ProxySgd second(config);
+  ASSERT_TRUE(second.RestoreState(first.SaveState()).ok());
+  ASSERT_TRUE(second.Train(model, 4, 2, Quadratic).ok());
+
+  Scalar reference;
+  torch::optim::Adam adam(reference.parameters(), torch::optim::AdamOptions(0.1)
+                                                      .betas({0.5, 0.999})
+                                                      .eps(1e-8)
+                                                      .weight_decay(0.01));
+  for (int step = 0; step < 3; ++step) {
+    adam.zero_grad();
+    Quadratic(reference, at::Tensor()).backward();
+    adam.step();
+  }
+  EXPECT_NEAR(model.w(), reference.w(), 1e-12);
+  EXPECT_GT(model.w(), 0.2);  // it moved towards 3
+
+  // Without the first round's state the third step differs: the moments matter.
+  ProxySgd fresh(config);  // one step, empty state
+  Scalar restarted;
+  config.steps = 2;
+  ProxySgd fresh_first(config);
+  ASSERT_TRUE(fresh_first.Train(restarted, 4, 1, Quadratic).ok());
+  ASSERT_TRUE(fresh.Train(restarted, 4, 2, Quadratic).ok());
+  EXPECT_GT(std::abs(restarted.w() - model.w()), 1e-6);
+}
+
 TEST(ProxySgdTest, EpochsCountMinibatches) {
   // 2 epochs of a 200-example set in batches of 128: 4 steps, each batch seen once per epoch.
   ServerSgdConfig config = Sgd(0, true);
@@ -117,6 +158,31 @@ TEST(ServerSgdConfigTest, ReportsEveryBadFieldWithItsPath) {
   EXPECT_THAT(message, ::testing::HasSubstr("options.sgd.steps: must be >= 1, got 0"));
   EXPECT_THAT(message, ::testing::HasSubstr("options.sgd.lr: must be > 0, got 0"));
   EXPECT_THAT(message, ::testing::HasSubstr("options.sgd.momentum: must be in [0, 1), got 1"));
+}
+
+TEST(ServerSgdConfigTest, AdamHasItsOwnDefaultsAndFields) {
+  fedkit::aggregators::ServerSgdOptions options;
+  options.set_optimizer(fedkit::aggregators::ServerSgdOptions::ADAM);
+  auto config = ServerSgdConfigFromOptions(options, "options.sgd");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->adam);
+  EXPECT_EQ(config->lr, 0.001);
+  EXPECT_EQ(config->weight_decay, 0.0);
+  EXPECT_EQ(config->beta1, 0.5);
+  EXPECT_EQ(config->beta2, 0.999);
+  EXPECT_EQ(config->eps, 1e-8);
+
+  options.set_momentum(0.9);
+  options.set_beta2(1);
+  std::string message(ServerSgdConfigFromOptions(options, "options.sgd").status().message());
+  EXPECT_THAT(message, ::testing::HasSubstr("options.sgd.momentum: not used by optimizer ADAM"));
+  EXPECT_THAT(message, ::testing::HasSubstr("options.sgd.beta2: must be in [0, 1), got 1"));
+
+  fedkit::aggregators::ServerSgdOptions sgd;
+  sgd.set_beta1(0.9);
+  message = std::string(ServerSgdConfigFromOptions(sgd, "options.sgd").status().message());
+  EXPECT_THAT(message, ::testing::HasSubstr("options.sgd.optimizer: beta1, beta2 and eps are "
+                                            "Adam's: set optimizer: ADAM"));
 }
 
 TEST(RequireProxyTest, NamesTheSpecField) {
