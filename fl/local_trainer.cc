@@ -14,6 +14,7 @@
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/sgd.h>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "fl/client_hook.h"
 #include "fl/flat_parameters.h"
@@ -38,6 +39,74 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const fedkit::OptimizerSp
                                   .momentum(spec.momentum())
                                   .weight_decay(spec.weight_decay()));
   }
+}
+
+// The client state store's slot for the optimiser; '@' cannot start a plugin name.
+constexpr char kOptimizerSlot[] = "@optimizer";
+
+// `optimizer`'s state over `params` (one entry per tensor, by its index).
+TensorMap SaveOptimizerState(torch::optim::Optimizer& optimizer,
+                             const std::vector<at::Tensor>& params) {
+  TensorMap saved;
+  for (size_t i = 0; i < params.size(); ++i) {
+    auto it = optimizer.state().find(c10::guts::to_string(params[i].unsafeGetTensorImpl()));
+    if (it == optimizer.state().end()) continue;
+    const std::string prefix = absl::StrCat(i, "/");
+    if (auto* sgd = dynamic_cast<torch::optim::SGDParamState*>(it->second.get())) {
+      saved[prefix + "momentum"] = sgd->momentum_buffer().detach().clone();
+    } else if (auto* adam = dynamic_cast<torch::optim::AdamParamState*>(it->second.get())) {
+      saved[prefix + "exp_avg"] = adam->exp_avg().detach().clone();
+      saved[prefix + "exp_avg_sq"] = adam->exp_avg_sq().detach().clone();
+      saved[prefix + "step"] = at::scalar_tensor(adam->step(), at::kLong);
+    }
+  }
+  return saved;
+}
+
+// Puts `saved` (from SaveOptimizerState over tensors of the same shapes) back.
+absl::Status RestoreOptimizerState(const TensorMap& saved, torch::optim::Optimizer& optimizer,
+                                   const std::vector<at::Tensor>& params, bool adam) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::string prefix = absl::StrCat(i, "/");
+    auto get = [&](const char* name) -> absl::StatusOr<at::Tensor> {
+      auto it = saved.find(prefix + name);
+      if (it == saved.end()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "kept optimiser state lacks \"", prefix, name, "\" (did the optimizer change?)"));
+      }
+      return it->second;
+    };
+    const bool any = absl::c_any_of(saved, [&prefix](const auto& entry) {
+      return entry.first.rfind(prefix, 0) == 0;
+    });
+    if (!any) continue;
+    const std::string key = c10::guts::to_string(params[i].unsafeGetTensorImpl());
+    auto fits = [&](const at::Tensor& t) -> absl::Status {
+      if (t.sizes() == params[i].sizes()) return absl::OkStatus();
+      return absl::FailedPreconditionError(absl::StrCat(
+          "kept optimiser state of shape ", c10::str(t.sizes()), " for parameters of shape ",
+          c10::str(params[i].sizes())));
+    };
+    if (adam) {
+      FL_ASSIGN_OR_RETURN(at::Tensor exp_avg, get("exp_avg"));
+      FL_ASSIGN_OR_RETURN(at::Tensor exp_avg_sq, get("exp_avg_sq"));
+      FL_ASSIGN_OR_RETURN(at::Tensor step, get("step"));
+      FL_RETURN_IF_ERROR(fits(exp_avg));
+      FL_RETURN_IF_ERROR(fits(exp_avg_sq));
+      auto state = std::make_unique<torch::optim::AdamParamState>();
+      state->step(step.item<int64_t>());
+      state->exp_avg(exp_avg.to(params[i].device()).clone());
+      state->exp_avg_sq(exp_avg_sq.to(params[i].device()).clone());
+      optimizer.state()[key] = std::move(state);
+    } else {
+      FL_ASSIGN_OR_RETURN(at::Tensor momentum, get("momentum"));
+      FL_RETURN_IF_ERROR(fits(momentum));
+      auto state = std::make_unique<torch::optim::SGDParamState>();
+      state->momentum_buffer(momentum.to(params[i].device()).clone());
+      optimizer.state()[key] = std::move(state);
+    }
+  }
+  return absl::OkStatus();
 }
 
 struct ActiveHook {
@@ -129,6 +198,16 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
   FlatParameters flat(model);
   std::unique_ptr<torch::optim::Optimizer> optimizer =
       MakeOptimizer(spec.optimizer(), lr, flat.optimizer_tensors());
+  const bool adam = spec.optimizer().kind() == fedkit::OptimizerSpec::ADAM;
+  if (spec.keep_optimizer_state()) {
+    absl::Status restored = RestoreOptimizerState(
+        state_store.Checkout(input.client_id, kOptimizerSlot), *optimizer,
+        flat.optimizer_tensors(), adam);
+    if (!restored.ok()) {
+      return absl::Status(restored.code(),
+                          absl::StrCat("client.keep_optimizer_state: ", restored.message()));
+    }
+  }
   std::mt19937_64 rng(input.seed);
   // Summed on the device and read once: .item() each step would wait for the device.
   at::Tensor loss_sum = at::zeros({}, at::TensorOptions(device).dtype(at::kDouble));
@@ -176,6 +255,9 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
   update.bytes_sent = update.delta.NumBytes() + NumBytes(update.extras);
   std::map<std::string, TensorMap> states;
   for (ActiveHook& h : hooks) states[h.name] = std::move(h.state);
+  if (spec.keep_optimizer_state()) {
+    states[kOptimizerSlot] = SaveOptimizerState(*optimizer, flat.optimizer_tensors());
+  }
   state_store.Stage(input.client_id, std::move(states));
   return update;
 }

@@ -1,5 +1,8 @@
 #include "fl/local_trainer.h"
 
+#include <tuple>
+#include <vector>
+
 #include <ATen/ATen.h>
 #include <torch/utils.h>
 
@@ -124,6 +127,49 @@ TEST_F(LocalTrainerTest, EpochBudgetTrainsTheModelAndReportsSteps) {
   EXPECT_EQ(update->bytes_sent, (4 + 2) * 4);
   EXPECT_GT(update->metrics.at("train_loss"), 0.0);
   EXPECT_LT(update->metrics.at("train_loss"), std::log(2.0));
+}
+
+// One full-batch SGD step per round from the same global model, so each round sees
+// the same gradient g: with momentum 0.9 kept, round 2's buffer is 0.9 g + g, its
+// delta 1.9 times round 1's; a fresh optimiser (or a rejected round 1, whose state
+// is discarded) repeats round 1's delta.
+TEST_F(LocalTrainerTest, KeptOptimizerStateCarriesMomentumIntoTheNextRound) {
+  spec_.set_steps(1);
+  spec_.set_batch_size(20);
+  spec_.mutable_optimizer()->set_momentum(0.9);
+  RoundPlan plan;
+  for (const auto& [keep, accepted, ratio] :
+       std::vector<std::tuple<bool, bool, double>>{{true, true, 1.9}, {true, false, 1.0},
+                                                   {false, true, 1.0}}) {
+    spec_.set_keep_optimizer_state(keep);
+    ClientStateStore store;
+    LocalTrainer trainer(spec_, {}, &store);
+    auto first = trainer.Train(model_, Input(0, 1, plan));
+    ASSERT_TRUE(first.ok()) << first.status();
+    accepted ? store.Commit(0) : store.Discard(0);
+    auto second = trainer.Train(model_, Input(0, 2, plan));
+    ASSERT_TRUE(second.ok()) << second.status();
+    for (size_t i = 0; i < first->delta.size(); ++i) {
+      EXPECT_TRUE(second->delta.tensor(i).allclose(first->delta.tensor(i) * ratio, 1e-5, 1e-7))
+          << "keep " << keep << " accepted " << accepted << " tensor " << i;
+    }
+  }
+}
+
+TEST_F(LocalTrainerTest, KeptAdamStateCountsItsSteps) {
+  spec_.set_steps(3);
+  spec_.mutable_optimizer()->set_kind(fedkit::OptimizerSpec::ADAM);
+  spec_.set_keep_optimizer_state(true);
+  LocalTrainer trainer(spec_, {}, &store_);
+  RoundPlan plan;
+  ASSERT_TRUE(trainer.Train(model_, Input(0, 1, plan)).ok());
+  store_.Commit(0);
+  ASSERT_TRUE(trainer.Train(model_, Input(0, 2, plan)).ok());
+  store_.Commit(0);
+  const TensorMap kept = store_.Checkout(0, "@optimizer");
+  ASSERT_TRUE(kept.count("0/step"));
+  EXPECT_EQ(kept.at("0/step").item<int64_t>(), 6);
+  EXPECT_EQ(kept.at("0/exp_avg").numel(), 4 + 2);  // one flat tensor over the model
 }
 
 TEST_F(LocalTrainerTest, StepBudgetCyclesThroughTheData) {
