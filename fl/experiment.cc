@@ -119,6 +119,11 @@ void ValidateCore(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
                absl::StrCat("must be in [1, partition.num_clients = ", num_clients, "], got ",
                             server.clients_per_round()));
   }
+  if (server.has_first_eval_round() &&
+      !(server.first_eval_round() >= 1 && server.first_eval_round() <= server.rounds())) {
+    errors.Add("server.first_eval_round", absl::StrCat("must be in [1, rounds = ", server.rounds(),
+                                                       "], got ", server.first_eval_round()));
+  }
   if (server.has_eval_every() && server.eval_every() < 1) {
     errors.Add("server.eval_every", absl::StrCat("must be >= 1, got ", server.eval_every()));
   }
@@ -370,6 +375,8 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   config.rounds = spec.server().rounds();
   config.clients_per_round = spec.server().clients_per_round();
   config.eval_every = spec.server().has_eval_every() ? spec.server().eval_every() : 1;
+  config.first_eval_round =
+      spec.server().has_first_eval_round() ? spec.server().first_eval_round() : 0;
   config.one_shot = spec.server().one_shot();
   config.workers = workers;
   config.seed = spec.seed();

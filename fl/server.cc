@@ -166,7 +166,9 @@ absl::StatusOr<ModelState> Server::Run(ModelState initial) {
     row.clients += outcome.accepted;
     row.rejected += outcome.rejected;
     FL_RETURN_IF_ERROR(sink_->AddDiagnostics(round, context_.diagnostics));
-    if (round % config_.eval_every != 0 && round != config_.rounds) continue;
+    const int first = config_.first_eval_round > 0 ? config_.first_eval_round : config_.eval_every;
+    const bool scheduled = round >= first && (round - first) % config_.eval_every == 0;
+    if (!scheduled && round != config_.rounds) continue;
 
     FL_ASSIGN_OR_RETURN(Evaluation eval, evaluate_(context_.evaluation_model.has_value()
                                                        ? *context_.evaluation_model

@@ -31,6 +31,8 @@ struct ServerConfig {
   // Ignored (everyone takes part) when one_shot.
   int clients_per_round = 1;
   int eval_every = 1;
+  // The first round evaluated (then every eval_every); 0: eval_every.
+  int first_eval_round = 0;
   bool one_shot = false;
   int workers = 1;
   uint64_t seed = 0;

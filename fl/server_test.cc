@@ -188,6 +188,22 @@ TEST_F(ServerTest, PartialParticipationAndEvaluationPeriod) {
   EXPECT_EQ(text, "round,seen\n1,3\n2,3\n3,3\n4,3\n5,3\n6,3\n7,3\n");
 }
 
+TEST_F(ServerTest, EvaluationCanStartAtRoundOne) {
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int k = 0; k < 3; ++k) clients.push_back(std::make_unique<FakeClient>(k, 1.0f, 10));
+  SumAggregator aggregator;
+  auto sink = Sink("first_eval_round");
+  ServerConfig config{.rounds = 8, .clients_per_round = 3, .eval_every = 3, .first_eval_round = 1};
+  Server server(config, &aggregator, std::move(clients), ServerContext(), Evaluate, sink.get());
+  ASSERT_TRUE(server.Run(Zero()).ok());
+  // Rounds 1, 4 and 7, then the last.
+  ASSERT_EQ(sink->rows().size(), 4);
+  EXPECT_EQ(sink->rows()[0].round, 1);
+  EXPECT_EQ(sink->rows()[1].round, 4);
+  EXPECT_EQ(sink->rows()[2].round, 7);
+  EXPECT_EQ(sink->rows()[3].round, 8);
+}
+
 // Regression: rejected updates of rounds that were not evaluated were lost.
 TEST_F(ServerTest, RejectionsInRoundsNotEvaluatedAreCounted) {
   std::vector<std::unique_ptr<Client>> clients;
