@@ -10,8 +10,8 @@
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "data/splits.h"
 #include "fl/client_hook.h"
+#include "fl/data_splits.h"
 #include "fl/device.h"
 #include "fl/errors.h"
 #include "fl/evaluator.h"
@@ -313,7 +313,7 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
 
   Examples proxy;
   if (spec.server().proxy().size() > 0) {
-    FL_ASSIGN_OR_RETURN(proxy, data::TakeProxy(spec.server().proxy(), info.num_classes,
+    FL_ASSIGN_OR_RETURN(proxy, TakeProxy(spec.server().proxy(), info.num_classes,
                                                DeriveSeed(spec.seed(), SeedStream::kProxySplit),
                                                data));
     proxy = {proxy.x.to(device), proxy.y.to(device)};

@@ -23,7 +23,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "data/splits.h"
+#include "fl/data_splits.h"
 #include "fl/dataset.h"
 #include "fl/errors.h"
 #include "fl/partitioner.h"
@@ -91,7 +91,7 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> PartitionAsARun(
   FL_RETURN_IF_ERROR(plugins.dataset->CheckAvailable());
   FL_ASSIGN_OR_RETURN(fl::DatasetSplits data, plugins.dataset->Load());
   // As RunExperiment: a proxy set taken from TRAIN is not the clients'.
-  FL_RETURN_IF_ERROR(data::TakeProxy(spec.server().proxy(), num_classes,
+  FL_RETURN_IF_ERROR(fl::TakeProxy(spec.server().proxy(), num_classes,
                                      fl::DeriveSeed(spec.seed(), fl::SeedStream::kProxySplit), data)
                          .status());
   labels = ToVector(data.train.y);

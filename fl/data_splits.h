@@ -1,5 +1,5 @@
-#ifndef DATA_SPLITS_H_
-#define DATA_SPLITS_H_
+#ifndef FL_DATA_SPLITS_H_
+#define FL_DATA_SPLITS_H_
 
 #include <cstdint>
 #include <utility>
@@ -9,7 +9,7 @@
 #include "fl/dataset.h"
 #include "fl/spec.pb.h"
 
-namespace data {
+namespace fl {
 
 // Takes `size` examples from `from`, class-balanced: size / num_classes of each
 // class, the remainder one extra each for the lowest classes, chosen at random
@@ -17,7 +17,7 @@ namespace data {
 // when a class has too few examples. The choice depends only on `from.y`, `size`,
 // `num_classes` and `seed`, never on `from.x`, so the same call with another tensor
 // aligned with y as x (per-example owner ids, say) takes the same rows.
-absl::StatusOr<std::pair<fl::Examples, fl::Examples>> TakeClassBalanced(const fl::Examples& from,
+absl::StatusOr<std::pair<Examples, Examples>> TakeClassBalanced(const Examples& from,
                                                                         int64_t size,
                                                                         int64_t num_classes,
                                                                         uint64_t seed);
@@ -33,7 +33,7 @@ std::vector<int64_t> LongTailedClassCounts(int64_t size, int64_t num_classes, do
 // at random (seeded) from `from`, as TakeClassBalanced does (same draw rule, so
 // equally reproducible and independent of from.x). FailedPrecondition when a class
 // has too few examples or no example would be taken.
-absl::StatusOr<std::pair<fl::Examples, fl::Examples>> TakeLongTailed(const fl::Examples& from,
+absl::StatusOr<std::pair<Examples, Examples>> TakeLongTailed(const Examples& from,
                                                                      int64_t size,
                                                                      int64_t num_classes,
                                                                      double imbalance,
@@ -45,9 +45,9 @@ absl::StatusOr<std::pair<fl::Examples, fl::Examples>> TakeLongTailed(const fl::E
 // the rest stays in that split. Taken from TRAIN, the same rows leave
 // data.train_owners (when defined), so it stays aligned with data.train. Returns
 // the proxy set; with proxy.size 0, empty Examples and `data` unchanged.
-absl::StatusOr<fl::Examples> TakeProxy(const fedkit::ProxySpec& proxy, int64_t num_classes,
-                                       uint64_t seed, fl::DatasetSplits& data);
+absl::StatusOr<Examples> TakeProxy(const fedkit::ProxySpec& proxy, int64_t num_classes,
+                                       uint64_t seed, DatasetSplits& data);
 
-}  // namespace data
+}  // namespace fl
 
-#endif  // DATA_SPLITS_H_
+#endif  // FL_DATA_SPLITS_H_

@@ -1,13 +1,13 @@
-#include "data/splits.h"
+#include "fl/data_splits.h"
 
 #include <ATen/ATen.h>
 
 #include "gtest/gtest.h"
 
-namespace data {
+namespace fl {
 namespace {
 
-fl::Examples ThreeClasses() {
+Examples ThreeClasses() {
   // 30 examples, labels 0,1,2,0,1,2,...; x[i] = i so positions can be traced.
   at::Tensor x = at::arange(30, at::kFloat).reshape({30, 1});
   at::Tensor y = at::arange(30, at::kLong).remainder(3);
@@ -44,7 +44,7 @@ TEST(TakeClassBalancedTest, SeedChangesTheChoice) {
 TEST(TakeClassBalancedTest, AnotherAlignedTensorLosesTheSameRows) {
   // What RunExperiment relies on to keep per-example owner ids aligned with the
   // training rows left after a proxy set is carved out.
-  const fl::Examples data = ThreeClasses();
+  const Examples data = ThreeClasses();
   const at::Tensor owners = at::arange(30, at::kLong).mul(7);
   auto split = TakeClassBalanced(data, 9, 3, 4);
   auto owner_split = TakeClassBalanced({owners, data.y}, 9, 3, 4);
@@ -53,7 +53,7 @@ TEST(TakeClassBalancedTest, AnotherAlignedTensorLosesTheSameRows) {
 }
 
 TEST(TakeClassBalancedTest, TooFewOfAClassIsAnError) {
-  fl::Examples skewed{at::zeros({10, 1}), at::tensor({0, 0, 0, 0, 0, 0, 0, 0, 1, 2}, at::kLong)};
+  Examples skewed{at::zeros({10, 1}), at::tensor({0, 0, 0, 0, 0, 0, 0, 0, 1, 2}, at::kLong)};
   auto split = TakeClassBalanced(skewed, 6, 3, 1);
   EXPECT_EQ(split.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(split.status().message(), "class 1 has 1 examples, a balanced set of 6 needs 2");
@@ -85,8 +85,8 @@ TEST(LongTailedTest, AnEmptySetIsAnError) {
 }
 
 // Train: ThreeClasses() with owner ids 7 * x; test: ThreeClasses() with x + 100.
-fl::DatasetSplits TrainAndTest() {
-  fl::DatasetSplits data;
+DatasetSplits TrainAndTest() {
+  DatasetSplits data;
   data.train = ThreeClasses();
   data.train_owners = at::arange(30, at::kLong).mul(7);
   data.test = ThreeClasses();
@@ -102,7 +102,7 @@ fedkit::ProxySpec Proxy(fedkit::ProxySpec::Split split, int size) {
 }
 
 TEST(TakeProxyTest, FromTestLeavesTrainAlone) {
-  fl::DatasetSplits data = TrainAndTest();
+  DatasetSplits data = TrainAndTest();
   auto proxy = TakeProxy(Proxy(fedkit::ProxySpec::TEST, 6), 3, 5, data);
   ASSERT_TRUE(proxy.ok()) << proxy.status();
   auto expected = TakeClassBalanced(TrainAndTest().test, 6, 3, 5);
@@ -115,7 +115,7 @@ TEST(TakeProxyTest, FromTestLeavesTrainAlone) {
 }
 
 TEST(TakeProxyTest, FromTrainDropsTheSameOwnerIds) {
-  fl::DatasetSplits data = TrainAndTest();
+  DatasetSplits data = TrainAndTest();
   auto proxy = TakeProxy(Proxy(fedkit::ProxySpec::TRAIN, 9), 3, 4, data);
   ASSERT_TRUE(proxy.ok()) << proxy.status();
   EXPECT_TRUE(at::bincount(proxy->y, {}, 3).equal(at::tensor({3, 3, 3}, at::kLong)));
@@ -125,7 +125,7 @@ TEST(TakeProxyTest, FromTrainDropsTheSameOwnerIds) {
 }
 
 TEST(TakeProxyTest, ImbalanceBelowOneIsLongTailed) {
-  fl::DatasetSplits data = TrainAndTest();
+  DatasetSplits data = TrainAndTest();
   fedkit::ProxySpec spec = Proxy(fedkit::ProxySpec::TEST, 9);
   spec.set_imbalance(0.25);
   auto proxy = TakeProxy(spec, 3, 1, data);
@@ -136,7 +136,7 @@ TEST(TakeProxyTest, ImbalanceBelowOneIsLongTailed) {
 }
 
 TEST(TakeProxyTest, SizeZeroTakesNothing) {
-  fl::DatasetSplits data = TrainAndTest();
+  DatasetSplits data = TrainAndTest();
   auto proxy = TakeProxy(Proxy(fedkit::ProxySpec::TRAIN, 0), 3, 1, data);
   ASSERT_TRUE(proxy.ok());
   EXPECT_EQ(proxy->size(), 0);
@@ -145,7 +145,7 @@ TEST(TakeProxyTest, SizeZeroTakesNothing) {
 }
 
 TEST(TakeProxyTest, TooLargeIsAnErrorAndChangesNothing) {
-  fl::DatasetSplits data = TrainAndTest();
+  DatasetSplits data = TrainAndTest();
   auto proxy = TakeProxy(Proxy(fedkit::ProxySpec::TRAIN, 31), 3, 1, data);
   EXPECT_EQ(proxy.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(data.train.size(), 30);
@@ -153,4 +153,4 @@ TEST(TakeProxyTest, TooLargeIsAnErrorAndChangesNothing) {
 }
 
 }  // namespace
-}  // namespace data
+}  // namespace fl

@@ -1,4 +1,4 @@
-#include "data/splits.h"
+#include "fl/data_splits.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,14 +12,14 @@
 #include "absl/strings/str_cat.h"
 #include "fl/status_macros.h"
 
-namespace data {
+namespace fl {
 
 namespace {
 
 // Takes counts[c] examples of class c, each class's members shuffled by one rng in
 // class order. `what` names the set in errors.
-absl::StatusOr<std::pair<fl::Examples, fl::Examples>> TakeCounts(
-    const fl::Examples& from, const std::vector<int64_t>& counts, uint64_t seed,
+absl::StatusOr<std::pair<Examples, Examples>> TakeCounts(
+    const Examples& from, const std::vector<int64_t>& counts, uint64_t seed,
     const std::string& what) {
   const at::Tensor labels = from.y.to(at::kCPU).contiguous();
   const int64_t* y = labels.data_ptr<int64_t>();
@@ -42,14 +42,14 @@ absl::StatusOr<std::pair<fl::Examples, fl::Examples>> TakeCounts(
   for (int64_t i = 0; i < from.size(); ++i) (taken[i] ? take_idx : rest_idx).push_back(i);
   auto gather = [&](const std::vector<int64_t>& idx) {
     const at::Tensor index = at::tensor(idx, at::kLong).to(from.y.device());
-    return fl::Examples{from.x.index_select(0, index), from.y.index_select(0, index)};
+    return Examples{from.x.index_select(0, index), from.y.index_select(0, index)};
   };
   return std::make_pair(gather(take_idx), gather(rest_idx));
 }
 
 }  // namespace
 
-absl::StatusOr<std::pair<fl::Examples, fl::Examples>> TakeClassBalanced(const fl::Examples& from,
+absl::StatusOr<std::pair<Examples, Examples>> TakeClassBalanced(const Examples& from,
                                                                         int64_t size,
                                                                         int64_t num_classes,
                                                                         uint64_t seed) {
@@ -75,7 +75,7 @@ std::vector<int64_t> LongTailedClassCounts(int64_t size, int64_t num_classes, do
   return counts;
 }
 
-absl::StatusOr<std::pair<fl::Examples, fl::Examples>> TakeLongTailed(const fl::Examples& from,
+absl::StatusOr<std::pair<Examples, Examples>> TakeLongTailed(const Examples& from,
                                                                      int64_t size,
                                                                      int64_t num_classes,
                                                                      double imbalance,
@@ -90,16 +90,16 @@ absl::StatusOr<std::pair<fl::Examples, fl::Examples>> TakeLongTailed(const fl::E
                     absl::StrCat("a long-tailed set of ", total, " (size ", size, ")"));
 }
 
-absl::StatusOr<fl::Examples> TakeProxy(const fedkit::ProxySpec& proxy, int64_t num_classes,
-                                       uint64_t seed, fl::DatasetSplits& data) {
-  if (proxy.size() == 0) return fl::Examples{};
-  auto take = [&](const fl::Examples& from) {
+absl::StatusOr<Examples> TakeProxy(const fedkit::ProxySpec& proxy, int64_t num_classes,
+                                       uint64_t seed, DatasetSplits& data) {
+  if (proxy.size() == 0) return Examples{};
+  auto take = [&](const Examples& from) {
     return proxy.has_imbalance() && proxy.imbalance() < 1
                ? TakeLongTailed(from, proxy.size(), num_classes, proxy.imbalance(), seed)
                : TakeClassBalanced(from, proxy.size(), num_classes, seed);
   };
   const bool from_train = proxy.split() == fedkit::ProxySpec::TRAIN;
-  fl::Examples& source = from_train ? data.train : data.test;
+  Examples& source = from_train ? data.train : data.test;
   FL_ASSIGN_OR_RETURN(auto split, take(source));
   // The choice depends only on the labels and the seed, so taking from the owner
   // ids (as inputs beside the same labels) drops the same rows.
@@ -111,4 +111,4 @@ absl::StatusOr<fl::Examples> TakeProxy(const fedkit::ProxySpec& proxy, int64_t n
   return std::move(split.first);
 }
 
-}  // namespace data
+}  // namespace fl
