@@ -54,6 +54,7 @@ const std::vector<Fixture>& Fixtures() {
       {"mlp", "hidden: [200, 200]", {1, 28, 28}, 10, false, {32}},
       {"cnn_emnist", "", {1, 28, 28}, 10, false, {32}},
       {"lenet5", "", {1, 28, 28}, 10, false, {32}},
+      {"fednet", "", {3, 32, 32}, 10, false, {32}},
       {"simple_cnn", "", {3, 32, 32}, 10, false, {32}},
       {"cnn_pfl", "", {3, 32, 32}, 10, false, {32}},
       {"resnet20", "", {3, 32, 32}, 10, false, {32}},

@@ -25,7 +25,7 @@ TEST(RegistryGoldenTest, Partitioners) {
 }
 
 TEST(RegistryGoldenTest, Models) {
-  EXPECT_THAT(fl::Registry<fl::Model>::Global().Names(), ElementsAre("char_lstm", "cnn_emnist", "cnn_pfl", "lenet5", "logreg", "mlp", "resnet18_gn", "resnet20", "simple_cnn", "vgg11"));
+  EXPECT_THAT(fl::Registry<fl::Model>::Global().Names(), ElementsAre("char_lstm", "cnn_emnist", "cnn_pfl", "fednet", "lenet5", "logreg", "mlp", "resnet18_gn", "resnet20", "simple_cnn", "vgg11"));
 }
 
 TEST(RegistryGoldenTest, Aggregators) {
