@@ -8,8 +8,8 @@
 #   SETTINGS=paper experiments/fedlaw/run_fmnist.sh  (the paper's Appendix B/D settings)
 # SETTINGS=code (default) uses the official code's defaults: a 200-image proxy set,
 # Es = 20 for every server method, SGD (lr 0.08, momentum 0.9) for Server-FT and
-# FedDF. SETTINGS=paper uses the paper's: a proxy set of 100 images per class for
-# Fashion-MNIST (its appendix: 10 per class, 100 for FMNIST), Es = 100
+# FedDF. SETTINGS=paper uses the paper's: a proxy set of 10 images per class (100
+# for Fashion-MNIST), Es = 100
 # for FedLAW and FedDF and 2 for Server-FT, Adam with betas (0.5, 0.999) for every
 # server-side optimiser.
 # Results: experiments/fedlaw/results/fmnist[_paper]/<method>_a<alpha>_seed<S>/,
@@ -41,7 +41,7 @@ run_one() {
     law_epochs=100
     ft="epochs: 2 optimizer: ADAM"
     df="epochs: 100 optimizer: ADAM"
-    proxy="proxy { size: 1000 }"
+    proxy="proxy { size: 100 }"
   fi
   case "$method" in
     fedlaw) aggregator="name: \"fedlaw\" options { [type.googleapis.com/fedkit.aggregators.FedLawOptions] { server_epochs: $law_epochs lr: 0.005 } }" ;;
