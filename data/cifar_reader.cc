@@ -53,7 +53,9 @@ class CifarDataset : public fl::Dataset {
   explicit CifarDataset(CifarDatasetConfig config) : config_(std::move(config)) {}
 
   fl::DatasetInfo info() const override {
-    return {{3, 32, 32}, config_.format.label_classes[config_.format.label_index]};
+    return {{3, 32, 32},
+            config_.format.label_classes[config_.format.label_index],
+            config_.augmentation};
   }
 
   absl::Status CheckAvailable() const override { return Resolve().status(); }
@@ -106,6 +108,16 @@ fl::Examples CifarToExamples(const CifarRecords& records, int64_t limit, const C
   at::Tensor x = BytesToInputs(at::from_blob(images, {n, 3, 32, 32}, at::kByte), stats, normalize);
   at::Tensor y = at::from_blob(labels, {n}, at::kByte).to(at::kLong);
   return fl::Examples{x, y};
+}
+
+absl::StatusOr<fl::ImageAugmentation> AugmentationFromOptions(
+    const fedkit::data::ImageAugmentationOptions& options, const std::string& path) {
+  if (options.crop_padding() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ".crop_padding: must be >= 0, got ", options.crop_padding()));
+  }
+  return fl::ImageAugmentation{options.crop_padding(), options.horizontal_flip(),
+                               options.per_batch()};
 }
 
 std::unique_ptr<fl::Dataset> MakeCifarDataset(CifarDatasetConfig config) {

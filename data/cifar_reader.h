@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "data/normalization.h"
+#include "data/augmentation_options.pb.h"
 #include "fl/dataset.h"
 
 namespace data {
@@ -64,7 +65,12 @@ struct CifarDatasetConfig {
   bool normalize = true;
   int64_t train_limit = 0;  // 0 = all
   int64_t test_limit = 0;
+  fl::ImageAugmentation augmentation;
 };
+
+// The augmentation `options` ask for; errors name fields under `path`.
+absl::StatusOr<fl::ImageAugmentation> AugmentationFromOptions(
+    const fedkit::data::ImageAugmentationOptions& options, const std::string& path);
 
 // info() is {3, 32, 32} inputs and the selected label byte's number of classes.
 std::unique_ptr<fl::Dataset> MakeCifarDataset(CifarDatasetConfig config);

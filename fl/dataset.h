@@ -22,10 +22,25 @@ struct Examples {
   int64_t size() const { return y.defined() ? y.size(0) : 0; }
 };
 
+// Random augmentation of training image batches {N, C, H, W}, drawn anew for every
+// batch; the local trainer applies it to training batches only (fl/augmentation.h).
+struct ImageAugmentation {
+  // Crop H x W at a random offset from the image zero-padded by this on each side;
+  // 0 = no crop.
+  int64_t crop_padding = 0;
+  // Mirror left-right with probability 1/2.
+  bool horizontal_flip = false;
+  // One crop offset and one flip for the whole batch (FedExP's official code),
+  // rather than one per image.
+  bool per_batch = false;
+  bool enabled() const { return crop_padding > 0 || horizontal_flip; }
+};
+
 // What a model needs to know about the data before any of it is loaded.
 struct DatasetInfo {
   std::vector<int64_t> input_shape;  // of one example, e.g. {1, 28, 28}
   int64_t num_classes = 0;
+  ImageAugmentation train_augmentation;
 };
 
 struct DatasetSplits {

@@ -362,7 +362,8 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   }
   ReplicaPool pool(std::move(replicas));
   ClientStateStore state_store;
-  LocalTrainer trainer(spec.client(), experiment.spec_hooks, &state_store);
+  LocalTrainer trainer(spec.client(), experiment.spec_hooks, &state_store,
+                       info.train_augmentation);
   std::vector<std::unique_ptr<Client>> clients;
   int64_t federation_examples = 0;
   for (size_t k = 0; k < shares->size(); ++k) {

@@ -10,12 +10,14 @@
 #include <utility>
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/optim/adam.h>
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/sgd.h>
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
+#include "fl/augmentation.h"
 #include "fl/client_hook.h"
 #include "fl/flat_parameters.h"
 #include "fl/model.h"
@@ -130,6 +132,7 @@ at::Generator SeededGenerator(const at::Device& device, uint64_t seed) {
 
 absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& spec,
                                             const std::vector<HookRequest>& spec_hooks,
+                                            const ImageAugmentation& augmentation,
                                             ClientStateStore& state_store, Model& model,
                                             const LocalTrainingInput& input) {
   FL_RETURN_IF_ERROR(input.global->LoadInto(model));
@@ -209,6 +212,8 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
     }
   }
   std::mt19937_64 rng(input.seed);
+  at::Generator augmentation_stream = at::make_generator<at::CPUGeneratorImpl>(
+      DeriveSeed(input.seed, SeedStream::kAugmentation));
   // Summed on the device and read once: .item() each step would wait for the device.
   at::Tensor loss_sum = at::zeros({}, at::TensorOptions(device).dtype(at::kDouble));
   at::Tensor order;
@@ -220,7 +225,8 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
     }
     const int64_t begin = batch_in_epoch * batch_size;
     const at::Tensor batch = order.narrow(0, begin, std::min(batch_size, num_examples - begin));
-    const at::Tensor x = input.examples->x.index_select(0, batch);
+    at::Tensor x = input.examples->x.index_select(0, batch);
+    if (augmentation.enabled()) x = Augment(x, augmentation, augmentation_stream);
     const at::Tensor y = input.examples->y.index_select(0, batch);
 
     optimizer->zero_grad();
@@ -265,14 +271,17 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
 }  // namespace
 
 LocalTrainer::LocalTrainer(fedkit::ClientTrainingSpec spec, std::vector<HookRequest> spec_hooks,
-                           ClientStateStore* state_store)
-    : spec_(std::move(spec)), spec_hooks_(std::move(spec_hooks)), state_store_(state_store) {}
+                           ClientStateStore* state_store, ImageAugmentation augmentation)
+    : spec_(std::move(spec)),
+      spec_hooks_(std::move(spec_hooks)),
+      state_store_(state_store),
+      augmentation_(augmentation) {}
 
 absl::StatusOr<ClientUpdate> LocalTrainer::Train(Model& model,
                                                  const LocalTrainingInput& input) const {
   absl::StatusOr<ClientUpdate> update;
   try {
-    update = TrainUnguarded(spec_, spec_hooks_, *state_store_, model, input);
+    update = TrainUnguarded(spec_, spec_hooks_, augmentation_, *state_store_, model, input);
   } catch (const c10::Error& e) {
     update = absl::InternalError(e.what_without_backtrace());
   }

@@ -35,9 +35,10 @@ struct LocalTrainingInput {
 class LocalTrainer {
  public:
   // `spec_hooks` run on every client after the plan's hooks. `state_store` must
-  // outlive the trainer.
+  // outlive the trainer. `augmentation` is applied to every training batch, drawn
+  // from a stream seeded per (client, round).
   LocalTrainer(fedkit::ClientTrainingSpec spec, std::vector<HookRequest> spec_hooks,
-               ClientStateStore* state_store);
+               ClientStateStore* state_store, ImageAugmentation augmentation = {});
 
   // Trains `model` (a replica; its weights and generator are overwritten) on the
   // client's data. The hooks' new per-client state is staged in the store: the
@@ -52,6 +53,7 @@ class LocalTrainer {
   fedkit::ClientTrainingSpec spec_;
   std::vector<HookRequest> spec_hooks_;
   ClientStateStore* state_store_;
+  ImageAugmentation augmentation_;
 };
 
 }  // namespace fl

@@ -172,6 +172,50 @@ TEST_F(LocalTrainerTest, KeptAdamStateCountsItsSteps) {
   EXPECT_EQ(kept.at("0/exp_avg").numel(), 4 + 2);  // one flat tensor over the model
 }
 
+// A linear model over 1x2x3 images, for the augmentation test.
+class ImageLinear : public Model {
+ public:
+  ImageLinear() { weight_ = register_parameter("weight", at::zeros({2, 6})); }
+  at::Tensor Forward(const at::Tensor& x) override { return at::linear(x.flatten(1), weight_); }
+  at::Tensor weight_;
+};
+
+// Training batches are augmented, from a stream fixed by the (client, round) seed:
+// the same seed gives the same update, and a flip-only augmentation of images that
+// are not left-right symmetric changes it.
+TEST(LocalTrainerAugmentationTest, AugmentsTrainingBatchesReproducibly) {
+  torch::manual_seed(5);
+  const Examples examples{at::randn({12, 1, 2, 3}), at::arange(12, at::kLong).remainder(2)};
+  std::vector<int64_t> indices(12);
+  for (int64_t i = 0; i < 12; ++i) indices[i] = i;
+  ImageLinear model;
+  const ModelState global = ModelState::FromModule(model);
+  fedkit::ClientTrainingSpec spec;
+  spec.set_epochs(2);
+  spec.set_batch_size(4);
+  spec.mutable_optimizer()->set_lr(0.1);
+  const RoundPlan plan;
+  LocalTrainingInput input;
+  input.client_id = 0;
+  input.round = 1;
+  input.seed = 9;
+  input.global = &global;
+  input.plan = &plan;
+  input.examples = &examples;
+  input.indices = &indices;
+  auto train = [&](ImageAugmentation augmentation) {
+    ClientStateStore store;
+    LocalTrainer trainer(spec, {}, &store, augmentation);
+    auto update = trainer.Train(model, input);
+    EXPECT_TRUE(update.ok()) << update.status();
+    return update->delta.tensor(0);
+  };
+  const at::Tensor plain = train({});
+  const at::Tensor flipped = train({.horizontal_flip = true});
+  EXPECT_TRUE(flipped.equal(train({.horizontal_flip = true})));
+  EXPECT_FALSE(flipped.equal(plain));
+}
+
 TEST_F(LocalTrainerTest, StepBudgetCyclesThroughTheData) {
   spec_.set_steps(12);
   LocalTrainer trainer(spec_, {}, &store_);

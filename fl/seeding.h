@@ -21,6 +21,7 @@ enum class SeedStream : uint64_t {
   kServerRound = 6,
   kProxySplit = 7,
   kModelNoise = 8,
+  kAugmentation = 9,
 };
 
 // SplitMix64 finaliser over the seed, the stream and each extra value in turn.

@@ -120,5 +120,22 @@ TEST(Cifar10Test, NegativeLimitsAreReportedTogether) {
             "options.train_limit: must be >= 0, got -1\noptions.test_limit: must be >= 0, got -2");
 }
 
+TEST(Cifar10Test, AugmentationOptionsReachTheTrainerThroughInfo) {
+  fedkit::data::Cifar10Options options;
+  options.mutable_augmentation()->set_crop_padding(4);
+  options.mutable_augmentation()->set_horizontal_flip(true);
+  auto dataset = Create(options);
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  const fl::ImageAugmentation augmentation = (*dataset)->info().train_augmentation;
+  EXPECT_EQ(augmentation.crop_padding, 4);
+  EXPECT_TRUE(augmentation.horizontal_flip);
+  EXPECT_FALSE(augmentation.per_batch);
+  EXPECT_FALSE(Create(fedkit::data::Cifar10Options()).value()->info().train_augmentation.enabled());
+
+  options.mutable_augmentation()->set_crop_padding(-1);
+  EXPECT_EQ(Create(options).status().message(),
+            "options.augmentation.crop_padding: must be >= 0, got -1");
+}
+
 }  // namespace
 }  // namespace data

@@ -52,6 +52,8 @@ absl::StatusOr<std::unique_ptr<fl::Dataset>> CreateCifar100(
   config.normalize = !options.has_normalize() || options.normalize();
   config.train_limit = options.train_limit();
   config.test_limit = options.test_limit();
+  FL_ASSIGN_OR_RETURN(config.augmentation,
+                      AugmentationFromOptions(options.augmentation(), "options.augmentation"));
   return MakeCifarDataset(std::move(config));
 }
 
