@@ -141,30 +141,15 @@ void ValidateCore(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
   }
 }
 
-// What the thread budget needs to know of the model.
-struct ModelFacts {
-  int64_t trainable_parameters = 0;
-  bool convolutional = false;
-};
-
-ModelFacts FactsOf(const Model& model) {
-  ModelFacts facts;
-  for (const at::Tensor& p : model.parameters()) {
-    if (!p.requires_grad()) continue;
-    facts.trainable_parameters += p.numel();
-    facts.convolutional |= p.dim() >= 3;  // a convolution's kernel
-  }
-  return facts;
-}
-
 std::optional<std::string> Environment(const char* name) {
   const char* value = std::getenv(name);
   return value == nullptr ? std::nullopt : std::optional<std::string>(value);
 }
 
+// `request` already describes the model (DescribeModel); the spec, the machine and
+// the environment fill in the rest.
 absl::StatusOr<ThreadBudget> BudgetFor(const fedkit::ExperimentSpec& spec,
-                                       const ModelFacts& model) {
-  ThreadBudgetRequest request;
+                                       ThreadBudgetRequest request) {
   request.cores = UsableCores();
   if (spec.simulation().has_workers()) request.workers = spec.simulation().workers();
   if (spec.simulation().has_threads_per_worker()) {
@@ -172,8 +157,6 @@ absl::StatusOr<ThreadBudget> BudgetFor(const fedkit::ExperimentSpec& spec,
   }
   request.clients_per_round = spec.server().one_shot() ? spec.partition().num_clients()
                                                        : spec.server().clients_per_round();
-  request.model_parameters = model.trainable_parameters;
-  request.convolutional = model.convolutional;
   // Half of what is free: the data and the server's own copies need the rest.
   request.memory_bytes = AvailableMemoryBytes() / 2;
   request.omp_threads_env = Environment(kOmpThreadsVariable);
@@ -217,7 +200,7 @@ absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec) {
     errors.AddStatus("", device.status());
   }
 
-  ModelFacts model_facts;
+  ThreadBudgetRequest thread_request;
   experiment.dataset =
       CreatePlugin<Dataset>("dataset", spec.dataset().name(), spec.dataset().options(), {}, errors);
   experiment.partitioner = CreatePlugin<Partitioner>("partition", spec.partition().name(),
@@ -229,7 +212,7 @@ absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec) {
     std::unique_ptr<Model> model = CreatePlugin<Model>(
         "model", spec.model().name(), spec.model().options(),
         {experiment.data_info.input_shape, experiment.data_info.num_classes}, errors);
-    if (model != nullptr) model_facts = FactsOf(*model);
+    if (model != nullptr) DescribeModel(*model, thread_request);
   } else if (!spec.model().name().empty()) {
     // Without the data's shape the model cannot be built; still check name and type.
     auto options = Registry<Model>::Global().UnpackOptions(spec.model().name(),
@@ -280,7 +263,7 @@ absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec) {
     }
     experiment.spec_hooks.push_back({hook.name(), hook.options()});
   }
-  absl::StatusOr<ThreadBudget> threads = BudgetFor(spec, model_facts);
+  absl::StatusOr<ThreadBudget> threads = BudgetFor(spec, thread_request);
   if (threads.ok()) {
     experiment.threads = *std::move(threads);
   } else {
@@ -381,9 +364,12 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   config.one_shot = spec.server().one_shot();
   config.workers = workers;
   config.seed = spec.seed();
-  config.on_phase = [&threads](RoundPhase phase) {
-    ApplyThreads(phase == RoundPhase::kClients ? threads.worker : threads.server);
-  };
+  // Only when the server's setting differs; otherwise the one applied above stands.
+  if (!(threads.server == threads.worker)) {
+    config.on_phase = [&threads](RoundPhase phase) {
+      ApplyThreads(phase == RoundPhase::kClients ? threads.worker : threads.server);
+    };
+  }
 
   ServerContext context;
   context.device = device;

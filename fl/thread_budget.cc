@@ -10,6 +10,7 @@
 #include <thread>
 
 #include <ATen/Parallel.h>
+#include <torch/nn/module.h>
 #include <c10/util/Exception.h>
 
 #include "absl/strings/numbers.h"
@@ -60,6 +61,16 @@ BlasGetThreads OpenBlasGetter() {
 }
 
 }  // namespace
+
+void DescribeModel(const torch::nn::Module& model, ThreadBudgetRequest& request) {
+  request.model_parameters = 0;
+  request.convolutional = false;
+  for (const at::Tensor& p : model.parameters()) {
+    if (!p.requires_grad()) continue;
+    request.model_parameters += p.numel();
+    request.convolutional |= p.dim() >= 3;
+  }
+}
 
 std::string ThreadBudget::ToJson() const {
   std::vector<std::string> quoted;

@@ -15,6 +15,10 @@
 
 #include "absl/status/statusor.h"
 
+namespace torch::nn {
+class Module;
+}  // namespace torch::nn
+
 namespace fl {
 
 // The environment variables that size LibTorch's and OpenBLAS's pools.
@@ -41,11 +45,18 @@ struct ThreadBudgetRequest {
   std::optional<std::string> openblas_threads_env;
 };
 
+// Fills `request`'s model_parameters (trainable) and convolutional (a parameter of
+// three or more dimensions: a convolution's kernel) from `model`.
+void DescribeModel(const torch::nn::Module& model, ThreadBudgetRequest& request);
+
 // Threads of LibTorch's intra-op (OpenMP) pool and of OpenBLAS's pool.
 struct PoolThreads {
   int intra_op = 1;
   int blas = 1;
   int max() const { return intra_op > blas ? intra_op : blas; }
+  bool operator==(const PoolThreads& other) const {
+    return intra_op == other.intra_op && blas == other.blas;
+  }
 };
 
 struct ThreadBudget {

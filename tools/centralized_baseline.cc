@@ -60,7 +60,7 @@ absl::Status Run() {
   fl::ThreadBudgetRequest request;
   request.cores = fl::UsableCores();
   request.workers = 1;
-  for (const at::Tensor& p : model->parameters()) request.convolutional |= p.dim() >= 3;
+  fl::DescribeModel(*model, request);
   FL_ASSIGN_OR_RETURN(fl::ThreadBudget budget, fl::ChooseThreadBudget(request));
   fl::ApplyThreads(budget.worker);
   // The trainer's optimiser layout, so that only the federation differs.
