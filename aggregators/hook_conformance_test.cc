@@ -38,6 +38,9 @@ class TinyModel : public fl::Model {
   at::Tensor Forward(const at::Tensor& x) override {
     return at::linear(x.flatten(1), weight_, bias_);
   }
+  absl::StatusOr<std::vector<LayerInput>> LayerInputs(const at::Tensor& x) override {
+    return std::vector<LayerInput>{{"weight", "bias", x.flatten(1), {}}};
+  }
 
  private:
   at::Tensor weight_, bias_;

@@ -10,6 +10,7 @@
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "fl/client_hook.h"
 #include "fl/data_splits.h"
 #include "fl/device.h"
@@ -124,6 +125,12 @@ void ValidateCore(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
     errors.Add("server.first_eval_round", absl::StrCat("must be in [1, rounds = ", server.rounds(),
                                                        "], got ", server.first_eval_round()));
   }
+  if (!server.one_shot() && server.independent_init()) {
+    errors.Add("server.independent_init", "applies to one-shot runs only (server.one_shot)");
+  }
+  if (!server.one_shot() && server.compare_size() > 0) {
+    errors.Add("server.compare", "applies to one-shot runs only (server.one_shot)");
+  }
   if (server.has_eval_every() && server.eval_every() < 1) {
     errors.Add("server.eval_every", absl::StrCat("must be >= 1, got ", server.eval_every()));
   }
@@ -222,15 +229,37 @@ absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec) {
   experiment.aggregator = CreatePlugin<Aggregator>("aggregator", spec.aggregator().name(),
                                                    spec.aggregator().options(), {}, errors);
   std::vector<std::string> planned_hooks;
-  if (experiment.aggregator != nullptr) {
-    const AggregatorProperties properties = experiment.aggregator->properties();
-    planned_hooks = properties.client_hooks;
+  // Every aggregator's hooks and proxy need: the spec's, then each comparison's.
+  auto check_needs = [&](const Aggregator& aggregator, const std::string& name) {
+    const AggregatorProperties properties = aggregator.properties();
+    for (const std::string& hook : properties.client_hooks) {
+      if (!absl::c_linear_search(planned_hooks, hook)) planned_hooks.push_back(hook);
+    }
     if (properties.uses_proxy && spec.server().proxy().size() <= 0) {
       errors.Add("server.proxy.size",
-                 absl::StrCat("aggregator \"", spec.aggregator().name(),
+                 absl::StrCat("aggregator \"", name,
                               "\" trains on a server-held proxy set: set server.proxy { size: N }"
                               " with N > 0"));
     }
+  };
+  if (experiment.aggregator != nullptr) check_needs(*experiment.aggregator, spec.aggregator().name());
+  for (int i = 0; i < spec.server().compare_size(); ++i) {
+    const fedkit::OneShotComparison& compare = spec.server().compare(i);
+    const std::string path = absl::StrCat("server.compare[", i, "]");
+    const std::string label = compare.label().empty() ? compare.aggregator().name() : compare.label();
+    for (int j = 0; j < i; ++j) {
+      const fedkit::OneShotComparison& other = spec.server().compare(j);
+      if (label == (other.label().empty() ? other.aggregator().name() : other.label())) {
+        errors.Add(path + ".label", absl::StrCat("\"", label, "\" is also server.compare[", j,
+                                                 "]'s; give each comparison its own label"));
+      }
+    }
+    std::unique_ptr<Aggregator> aggregator = CreatePlugin<Aggregator>(
+        path + ".aggregator", compare.aggregator().name(), compare.aggregator().options(), {},
+        errors);
+    if (aggregator == nullptr) continue;
+    check_needs(*aggregator, compare.aggregator().name());
+    experiment.comparisons.push_back({label, std::move(aggregator)});
   }
   for (int i = 0; i < spec.client().hooks_size(); ++i) {
     const fedkit::PluginSpec& hook = spec.client().hooks(i);
@@ -239,9 +268,11 @@ absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec) {
     // share one per-client state slot.
     if (absl::c_linear_search(planned_hooks, hook.name())) {
       errors.Add(path + ".name",
-                 absl::StrCat("hook \"", hook.name(), "\" is already requested by aggregator \"",
-                              spec.aggregator().name(),
-                              "\"; a hook runs once per client, so remove it here (its options"
+                 absl::StrCat("hook \"", hook.name(),
+                              "\" is already requested by the aggregator \"",
+                              spec.aggregator().name(), "\"",
+                              spec.server().compare_size() > 0 ? " or a comparison" : "",
+                              "; a hook runs once per client, so remove it here (its options"
                               " come from the aggregator's)"));
     }
     for (int j = 0; j < i; ++j) {
@@ -351,8 +382,20 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   int64_t federation_examples = 0;
   for (size_t k = 0; k < shares->size(); ++k) {
     federation_examples += static_cast<int64_t>((*shares)[k].size());
-    clients.push_back(std::make_unique<LocalClient>(k, std::move((*shares)[k]), &train, &trainer,
-                                                    &pool, spec.seed()));
+    auto client = std::make_unique<LocalClient>(k, std::move((*shares)[k]), &train, &trainer,
+                                                &pool, spec.seed());
+    if (spec.server().independent_init()) {
+      client->set_initial_weights([&spec, &info, device, k]() -> absl::StatusOr<ModelState> {
+        // LibTorch's initialisers draw from the global generator: one client at a time.
+        static absl::Mutex mutex;
+        absl::MutexLock lock(&mutex);
+        torch::manual_seed(DeriveSeed(spec.seed(), SeedStream::kInitialModel,
+                                      {static_cast<uint64_t>(k) + 1}));
+        FL_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, NewModel(spec, info, device));
+        return ModelState::FromModule(*model);
+      });
+    }
+    clients.push_back(std::move(client));
   }
 
   ServerConfig config;
@@ -386,8 +429,15 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
 
   FL_ASSIGN_OR_RETURN(std::unique_ptr<MetricsSink> sink, MetricsSink::Open(output_dir, spec));
   sink->AddSummaryField("threads", threads.ToJson());
-  Server server(config, experiment.aggregator.get(), std::move(clients), std::move(context),
-                evaluate, sink.get());
+  Aggregator* aggregator = experiment.aggregator.get();
+  std::unique_ptr<OneShotReport> report;
+  if (spec.server().one_shot()) {
+    report = std::make_unique<OneShotReport>(spec.aggregator().name(), aggregator,
+                                             std::move(experiment.comparisons), evaluate,
+                                             sink.get());
+    aggregator = report.get();
+  }
+  Server server(config, aggregator, std::move(clients), std::move(context), evaluate, sink.get());
   FL_ASSIGN_OR_RETURN(ModelState final_model, server.Run(std::move(initial)));
   return ExperimentResult{std::move(final_model), sink->rows()};
 }

@@ -23,6 +23,7 @@
 #include "fl/dataset.h"
 #include "fl/metrics_sink.h"
 #include "fl/model_state.h"
+#include "fl/one_shot_report.h"
 #include "fl/partitioner.h"
 #include "fl/spec.pb.h"
 #include "fl/thread_budget.h"
@@ -37,6 +38,8 @@ struct Experiment {
   std::unique_ptr<Partitioner> partitioner;
   std::unique_ptr<Aggregator> aggregator;
   std::vector<HookRequest> spec_hooks;
+  // One-shot runs: the aggregators of server.compare, in order.
+  std::vector<OneShotComparison> comparisons;
   // How the run spends the cores: chosen here, applied by RunExperiment.
   ThreadBudget threads;
 };

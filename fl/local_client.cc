@@ -1,5 +1,7 @@
 #include "fl/local_client.h"
 
+#include <optional>
+
 #include "fl/seeding.h"
 
 namespace fl {
@@ -24,6 +26,13 @@ absl::StatusOr<ClientUpdate> LocalClient::Train(const ModelState& global, const 
   input.plan = &plan;
   input.examples = examples_;
   input.indices = &indices_;
+  std::optional<ModelState> start;
+  if (initial_weights_) {
+    absl::StatusOr<ModelState> initial = initial_weights_();
+    if (!initial.ok()) return initial.status();
+    start = *std::move(initial);
+    input.start = &*start;
+  }
   std::unique_ptr<ReplicaPool::Lease> lease = replicas_->Acquire();
   return trainer_->Train(lease->model(), input);
 }

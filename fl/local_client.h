@@ -2,11 +2,15 @@
 #define FL_LOCAL_CLIENT_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
+
+#include "absl/status/statusor.h"
 
 #include "fl/client.h"
 #include "fl/dataset.h"
 #include "fl/local_trainer.h"
+#include "fl/model_state.h"
 #include "fl/replica_pool.h"
 
 namespace fl {
@@ -25,6 +29,14 @@ class LocalClient : public Client {
                                      int round) override;
   void Acknowledge(bool accepted) override;
 
+  // Where local training starts instead of the broadcast model (one-shot runs with
+  // independent initialisations). Called on the training thread; must be
+  // thread-safe. The update stays relative to the broadcast model.
+  using InitialWeights = std::function<absl::StatusOr<ModelState>()>;
+  void set_initial_weights(InitialWeights initial_weights) {
+    initial_weights_ = std::move(initial_weights);
+  }
+
  private:
   int64_t id_;
   std::vector<int64_t> indices_;
@@ -32,6 +44,7 @@ class LocalClient : public Client {
   const LocalTrainer* trainer_;
   ReplicaPool* replicas_;
   uint64_t seed_;
+  InitialWeights initial_weights_;
 };
 
 }  // namespace fl

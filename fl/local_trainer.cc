@@ -135,7 +135,12 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
                                             const ImageAugmentation& augmentation,
                                             ClientStateStore& state_store, Model& model,
                                             const LocalTrainingInput& input) {
-  FL_RETURN_IF_ERROR(input.global->LoadInto(model));
+  if (input.start != nullptr) {
+    if (absl::Status layout = input.global->CheckSameLayout(*input.start); !layout.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("initial weights: ", layout.message()));
+    }
+  }
+  FL_RETURN_IF_ERROR((input.start != nullptr ? input.start : input.global)->LoadInto(model));
   const at::Device device = input.examples->x.device();
   model.set_generator(
       SeededGenerator(device, DeriveSeed(input.seed, SeedStream::kModelNoise)));

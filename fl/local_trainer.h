@@ -26,6 +26,9 @@ struct LocalTrainingInput {
   // Fixes the batch order and the hooks' randomness for this (client, round).
   uint64_t seed = 0;
   const ModelState* global = nullptr;
+  // Where training starts when not from `global` (same layout); the update is
+  // still w_local - w_global.
+  const ModelState* start = nullptr;
   const RoundPlan* plan = nullptr;
   // The federation's training examples, on the training device.
   const Examples* examples = nullptr;

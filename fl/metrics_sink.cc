@@ -133,4 +133,9 @@ void MetricsSink::AddSummaryField(std::string name, std::string json) {
   extra_summary_.emplace_back(std::move(name), std::move(json));
 }
 
+absl::Status MetricsSink::WriteOutputFile(const std::string& name,
+                                          const std::string& contents) const {
+  return WriteFile(dir_ + "/" + name, contents);
+}
+
 }  // namespace fl

@@ -82,6 +82,8 @@ class MetricsSink {
   absl::Status WriteSummary(double wall_seconds, int rounds) const;
   // Adds "name": json (a JSON value) to summary.json.
   void AddSummaryField(std::string name, std::string json);
+  // Writes `contents` to the file `name` in the output folder (atomically).
+  absl::Status WriteOutputFile(const std::string& name, const std::string& contents) const;
 
   const std::vector<MetricsRow>& rows() const { return rows_; }
 

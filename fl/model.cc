@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include "absl/status/status.h"
+
 namespace fl {
 
 at::Tensor Model::Dropout(const at::Tensor& x, double p) const {
@@ -11,6 +13,11 @@ at::Tensor Model::Dropout(const at::Tensor& x, double p) const {
   if (generator_.defined()) generator = generator_;
   const at::Tensor keep = at::empty_like(x).bernoulli_(1.0 - p, generator);
   return x * keep.div_(1.0 - p);
+}
+
+absl::StatusOr<std::vector<Model::LayerInput>> Model::LayerInputs(const at::Tensor&) {
+  return absl::UnimplementedError(
+      "the model does not expose its layers' inputs (fl::Model::LayerInputs)");
 }
 
 }  // namespace fl

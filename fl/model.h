@@ -7,12 +7,15 @@
 // so factories must be cheap and side-effect free.
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
+
+#include "absl/status/statusor.h"
 
 namespace fl {
 
@@ -26,6 +29,22 @@ class Model : public torch::nn::Module {
 
   // Logits for a batch `x` of shape {batch, input_shape...}.
   virtual at::Tensor Forward(const at::Tensor& x) = 0;
+
+  // What one weight layer receives, for methods that work in a layer's input space
+  // (MA-Echo's projection matrices).
+  struct LayerInput {
+    std::string weight;  // the layer's weight, by its ModelState name
+    std::string bias;    // its bias by name; empty for a bias-free layer
+    // {batch, in_features} for a linear layer; {batch, C, H, W} for a 2-D
+    // convolution, before its padding.
+    at::Tensor input;
+    std::vector<int64_t> kernel;  // {kh, kw} of a convolution; empty for a linear layer
+  };
+
+  // Runs the model on `x` (in whatever mode it is in) and returns the input of every
+  // linear and convolutional layer, in forward order. The default: Unimplemented,
+  // for models that do not expose their layers.
+  virtual absl::StatusOr<std::vector<LayerInput>> LayerInputs(const at::Tensor& x);
 
   // The random stream of the model's stochastic layers. Worker threads share
   // LibTorch's global generator, so the trainer gives each (client, round) its

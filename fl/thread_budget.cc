@@ -16,8 +16,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "fl/json.h"
 
 namespace fl {
 namespace {
@@ -44,10 +44,6 @@ PoolThreads InOnePool(int threads, bool convolutional) {
 
 std::string Describe(const PoolThreads& threads) {
   return absl::StrCat("intra-op ", threads.intra_op, ", OpenBLAS ", threads.blas);
-}
-
-std::string JsonString(const std::string& text) {
-  return absl::StrCat("\"", absl::StrReplaceAll(text, {{"\\", "\\\\"}, {"\"", "\\\""}}), "\"");
 }
 
 using BlasSetThreads = void (*)(int);

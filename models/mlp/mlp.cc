@@ -9,6 +9,8 @@
 
 #include <memory>
 #include <numeric>
+#include <string>
+#include <vector>
 
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
@@ -38,6 +40,21 @@ class Mlp : public fl::Model {
   }
 
   at::Tensor Forward(const at::Tensor& x) override { return layers_->forward(x.flatten(1)); }
+
+  absl::StatusOr<std::vector<LayerInput>> LayerInputs(const at::Tensor& x) override {
+    std::vector<LayerInput> inputs;
+    at::Tensor h = x.flatten(1);
+    size_t index = 0;
+    for (torch::nn::AnyModule& layer : *layers_) {
+      if (auto* linear = layer.ptr()->as<torch::nn::Linear>()) {
+        const std::string prefix = absl::StrCat("layers.", index, ".");
+        inputs.push_back({prefix + "weight", linear->bias.defined() ? prefix + "bias" : "", h, {}});
+      }
+      h = layer.forward(h);
+      ++index;
+    }
+    return inputs;
+  }
 
  private:
   torch::nn::Sequential layers_;

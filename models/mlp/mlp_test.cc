@@ -41,6 +41,35 @@ TEST(MlpTest, ForwardBackwardOnABatch) {
   }
 }
 
+TEST(MlpTest, LayerInputsAreWhatEachLinearLayerReceives) {
+  torch::manual_seed(0);
+  auto model = *Mlp({5, 4}, true);
+  const fl::ModelState state = fl::ModelState::FromModule(*model);
+  at::Tensor x = at::randn({3, 1, 28, 28});
+  auto inputs = model->LayerInputs(x);
+  ASSERT_TRUE(inputs.ok()) << inputs.status();
+  ASSERT_EQ(inputs->size(), 3u);
+  // Recompute each layer by hand from the named weights.
+  auto param = [&](const std::string& name) {
+    for (const auto& e : state.entries()) {
+      if (e.name == name) return e.tensor;
+    }
+    ADD_FAILURE() << "no parameter " << name;
+    return at::Tensor();
+  };
+  at::Tensor h = x.flatten(1);
+  for (const fl::Model::LayerInput& layer : *inputs) {
+    EXPECT_TRUE(layer.kernel.empty());
+    EXPECT_TRUE(at::allclose(layer.input, h)) << layer.weight;
+    h = at::linear(h, param(layer.weight), param(layer.bias));
+    if (&layer != &inputs->back()) h = h.relu();
+  }
+  EXPECT_EQ((*inputs)[0].weight, "layers.0.weight");
+  EXPECT_EQ((*inputs)[2].bias, "layers.4.bias");
+  EXPECT_TRUE(at::allclose(h, model->Forward(x)));
+  EXPECT_EQ((*Mlp({5}, false))->LayerInputs(x)->front().bias, "");
+}
+
 TEST(MlpTest, NoHiddenLayerIsLogisticRegression) {
   EXPECT_EQ(fl::ModelState::FromModule(**Mlp({}, true)).NumParameters(), 784 * 10 + 10);
 }

@@ -1,0 +1,221 @@
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <torch/utils.h>
+
+#include "aggregators/common/class_aware_mean.h"
+#include "aggregators/maecho/maecho_options.pb.h"
+#include "fl/aggregator.h"
+#include "fl/client_hook.h"
+#include "fl/model.h"
+#include "fl/registry.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace aggregators {
+namespace {
+
+using fedkit::aggregators::MaEchoOptions;
+using fedkit::aggregators::MaEchoProjectionOptions;
+
+std::unique_ptr<fl::Aggregator> Create(const MaEchoOptions& options) {
+  google::protobuf::Any any;
+  any.PackFrom(options);
+  auto aggregator = fl::Registry<fl::Aggregator>::Global().Create("maecho", any);
+  EXPECT_TRUE(aggregator.ok()) << aggregator.status();
+  return aggregator.ok() ? *std::move(aggregator) : nullptr;
+}
+
+at::Tensor Matrix(std::vector<float> values) { return at::tensor(values).view({2, 2}); }
+
+// Global zero; a bias-free hidden layer "h" {2, 2} with projector factor `g`
+// (P = I - g g^T) and a classifier "out" {2, 2}.
+fl::ClientUpdate Update(at::Tensor hidden, at::Tensor out, at::Tensor g,
+                        std::vector<int64_t> counts) {
+  fl::ClientUpdate update;
+  update.num_examples = 10;
+  update.delta = fl::ModelState({{"h", hidden, false}, {"out", out, false}});
+  update.extras[kClassCountsExtra] = fl::ModelState({{"counts", at::tensor(counts, at::kLong), false}});
+  update.extras["maecho"] = fl::ModelState({{"h", g, false}});
+  return update;
+}
+
+fl::ModelState RunOnce(const MaEchoOptions& options, std::map<std::string, double>* diagnostics) {
+  auto aggregator = Create(options);
+  const fl::ModelState global({{"h", at::zeros({2, 2}), false}, {"out", at::zeros({2, 2}), false}});
+  fl::ServerContext context;
+  auto plan = aggregator->Configure(global, context);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  // P_1 = diag(0.5, 1), P_2 = diag(1, 0.5).
+  const float s = std::sqrt(0.5f);
+  EXPECT_TRUE(aggregator
+                  ->Accumulate(Update(Matrix({2, 0, 0, 0}), Matrix({1, 1, 2, 2}),
+                                      at::tensor({s, 0.0f}).view({2, 1}), {5, 0}),
+                               context)
+                  .ok());
+  EXPECT_TRUE(aggregator
+                  ->Accumulate(Update(Matrix({0, 0, 0, 4}), Matrix({3, 3, 4, 4}),
+                                      at::tensor({0.0f, s}).view({2, 1}), {5, 5}),
+                               context)
+                  .ok());
+  auto result = aggregator->Finalize(global, context);
+  EXPECT_TRUE(result.ok()) << result.status();
+  *diagnostics = context.diagnostics;
+  return result.ok() ? *result : fl::ModelState();
+}
+
+// One iteration with step 1 and alpha = 1/2, by hand:
+//   W0 = (V1 + V2) / 2 = [[1, 0], [0, 2]]
+//   (W0 - V1)(P1 - I) = [[-1, 0], [0, 2]] diag(-0.5, 0) = [[0.5, 0], [0, 0]]
+//   (W0 - V2)(P2 - I) = [[1, 0], [0, -2]] diag(0, -0.5) = [[0, 0], [0, 1]]
+//   D = ([[0.5, 0], [0, 0]] + [[0, 0], [0, 1]]) / 2,  W1 = W0 + D = [[1.25, 0], [0, 2.5]]
+//   V1 += (W1 - V1) P1 = [[-0.75, 0], [0, 2.5]] diag(0.5, 1) -> [[1.625, 0], [0, 2.5]]
+//   V2 += (W1 - V2) P2 = [[1.25, 0], [0, -1.5]] diag(1, 0.5) -> [[1.25, 0], [0, 3.25]]
+// Output: the mean of the V_i, [[1.4375, 0], [0, 2.875]] (or W1 with ANCHOR). The
+// classifier: class 0 held by both, (1 + 3) / 2 = 2; class 1 by the second only, 4.
+// Objective at the start: |[[-0.5, 0], [0, 0]]|^2 + |[[0, 0], [0, -1]]|^2 = 1.25.
+TEST(MaEchoTest, OneIterationByHand) {
+  MaEchoOptions options;
+  options.set_iterations(1);
+  options.set_step(1.0);
+  std::map<std::string, double> diagnostics;
+  const fl::ModelState result = RunOnce(options, &diagnostics);
+  ASSERT_EQ(result.size(), 2u);
+  EXPECT_TRUE(at::allclose(result.tensor(0), Matrix({1.4375, 0, 0, 2.875})));
+  EXPECT_TRUE(at::allclose(result.tensor(1), Matrix({2, 2, 4, 4})));
+  EXPECT_DOUBLE_EQ(diagnostics.at("objective_start"), 1.25);
+  // W1 against the original models: (W1 - V1)(I - P1) = [[-0.375, 0], [0, 0]],
+  // (W1 - V2)(I - P2) = [[0, 0], [0, -0.75]].
+  EXPECT_NEAR(diagnostics.at("objective_end"), 0.375 * 0.375 + 0.75 * 0.75, 1e-6);
+
+  options.set_output(MaEchoOptions::ANCHOR);
+  EXPECT_TRUE(at::allclose(RunOnce(options, &diagnostics).tensor(0), Matrix({1.25, 0, 0, 2.5})));
+}
+
+TEST(MaEchoTest, RowNormalisationDividesEachMoveByItsNorm) {
+  MaEchoOptions options;
+  options.set_iterations(1);
+  options.set_step(1.0);
+  options.set_normalize_rows(true);
+  std::map<std::string, double> diagnostics;
+  // U1 = [[-0.375, 0], [0, 2.5]] -> rows [-1, 0], [0, 1]; V1 -> [[1, 0], [0, 1]].
+  // U2 = [[1.25, 0], [0, -0.75]] -> rows [1, 0], [0, -1]; V2 -> [[1, 0], [0, 3]].
+  const fl::ModelState result = RunOnce(options, &diagnostics);
+  EXPECT_TRUE(at::allclose(result.tensor(0), Matrix({1, 0, 0, 2})));
+}
+
+TEST(MaEchoTest, PlansItsHooksWithTheProjectionOptions) {
+  MaEchoOptions options;
+  options.mutable_projection()->set_shrink(0.25);
+  auto aggregator = Create(options);
+  fl::ServerContext context;
+  auto plan = aggregator->Configure(fl::ModelState({{"out", at::zeros({2, 2}), false}}), context);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(plan->hooks.size(), 2u);
+  EXPECT_EQ(plan->hooks[1].name, "maecho");
+  MaEchoProjectionOptions sent;
+  ASSERT_TRUE(plan->hooks[1].options.UnpackTo(&sent));
+  EXPECT_EQ(sent.shrink(), 0.25);
+}
+
+TEST(MaEchoTest, RejectsBadOptionsNamingEachField) {
+  MaEchoOptions options;
+  options.set_iterations(0);
+  options.mutable_projection()->set_shrink(1.5);
+  google::protobuf::Any any;
+  any.PackFrom(options);
+  EXPECT_EQ(fl::Registry<fl::Aggregator>::Global().Create("maecho", any).status().message(),
+            "options.iterations: must be >= 1, got 0\n"
+            "options.projection.shrink: must be in (0, 1], got 1.5");
+}
+
+TEST(MaEchoTest, RefusesAnUpdateWhoseProjectionDoesNotFitTheLayer) {
+  auto aggregator = Create(MaEchoOptions());
+  const fl::ModelState global({{"h", at::zeros({2, 2}), false}, {"out", at::zeros({2, 2}), false}});
+  fl::ServerContext context;
+  ASSERT_TRUE(aggregator->Configure(global, context).ok());
+  absl::Status status = aggregator->Accumulate(
+      Update(Matrix({0, 0, 0, 0}), Matrix({0, 0, 0, 0}), at::zeros({3, 1}), {2, 2}), context);
+  EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("expected \"h\" with 2 rows"));
+}
+
+// Two linear layers with biases, exposing their inputs.
+class TwoLayers : public fl::Model {
+ public:
+  TwoLayers() {
+    w1_ = register_parameter("w1", at::randn({3, 2}));
+    b1_ = register_parameter("b1", at::randn({3}));
+    w2_ = register_parameter("w2", at::randn({2, 3}));
+  }
+  at::Tensor Forward(const at::Tensor& x) override {
+    return at::linear(at::linear(x, w1_, b1_).relu(), w2_);
+  }
+  absl::StatusOr<std::vector<LayerInput>> LayerInputs(const at::Tensor& x) override {
+    const at::Tensor h = at::linear(x, w1_, b1_).relu();
+    return std::vector<LayerInput>{{"w1", "b1", x, {}}, {"w2", "", h, {}}};
+  }
+
+ private:
+  at::Tensor w1_, b1_, w2_;
+};
+
+TEST(MaEchoHookTest, OneBatchIsOneUpdateOnTheMeanInputWithTheBiasInput) {
+  torch::manual_seed(4);
+  TwoLayers model;
+  fl::Examples examples{at::randn({6, 2}), at::zeros({6}, at::kLong)};
+  std::vector<int64_t> indices(6);
+  std::iota(indices.begin(), indices.end(), 0);
+  MaEchoProjectionOptions options;
+  options.set_shrink(0.5);
+  options.set_linear_regularizer(0.1);
+  google::protobuf::Any any;
+  any.PackFrom(options);
+  auto hook = fl::Registry<fl::ClientHook>::Global().Create("maecho", any);
+  ASSERT_TRUE(hook.ok()) << hook.status();
+  EXPECT_TRUE((*hook)->planned_only());
+  fl::HookContext context;
+  context.model = &model;
+  context.examples = &examples;
+  context.client_indices = &indices;
+  context.train_indices = &indices;
+  context.batch_size = 6;
+  fl::ClientUpdate update;
+  ASSERT_TRUE((*hook)->AfterTraining(context, update).ok());
+  const fl::ModelState& sent = update.extras.at("maecho");
+  ASSERT_EQ(sent.size(), 1u);  // the classifier w2 is not projected
+  EXPECT_EQ(sent.entries()[0].name, "w1|b1");
+  // r = [mean x, 1]; P = I - 0.5 r r^T / (0.1 + r.r), so G = sqrt(0.5 / (0.1 + r.r)) r.
+  const at::Tensor r = at::cat({examples.x.mean(0), at::ones({1})});
+  const at::Tensor g = sent.tensor(0);
+  ASSERT_EQ(g.sizes(), (std::vector<int64_t>{3, 1}));
+  const at::Tensor expected = at::eye(3) - 0.5 * at::outer(r, r) / (0.1 + at::dot(r, r));
+  EXPECT_TRUE(at::allclose(at::eye(3) - at::mm(g, g.t()), expected, 1e-5, 1e-6));
+}
+
+TEST(MaEchoHookTest, ComponentsLimitTheFactorsColumns) {
+  torch::manual_seed(5);
+  TwoLayers model;
+  fl::Examples examples{at::randn({8, 2}), at::zeros({8}, at::kLong)};
+  std::vector<int64_t> indices(8);
+  std::iota(indices.begin(), indices.end(), 0);
+  MaEchoProjectionOptions options;
+  options.set_components(1);
+  google::protobuf::Any any;
+  any.PackFrom(options);
+  auto hook = fl::Registry<fl::ClientHook>::Global().Create("maecho", any);
+  ASSERT_TRUE(hook.ok());
+  fl::HookContext context;
+  context.model = &model;
+  context.examples = &examples;
+  context.client_indices = &indices;
+  context.train_indices = &indices;
+  context.batch_size = 2;  // 4 updates
+  fl::ClientUpdate update;
+  ASSERT_TRUE((*hook)->AfterTraining(context, update).ok());
+  EXPECT_EQ(update.extras.at("maecho").tensor(0).sizes(), (std::vector<int64_t>{3, 1}));
+}
+
+}  // namespace
+}  // namespace aggregators

@@ -1,0 +1,87 @@
+// The "split average", MA-Echo's FedAvg baseline for one-shot FL under label skew
+// (Su, Li, Xue, "One-shot Federated Learning without Server-side Training"; the
+// official code's noniid_avgmodel): every tensor is the UNIFORM mean of the
+// clients' models (not weighted by data size), except the classifier, whose row
+// for class c (and bias entry) is the mean over only the clients that hold c. A
+// class no client holds gets a zero row, as in the code. The classifier is the
+// model's last parameter of 2 or more dimensions; the client's classes come from
+// the "class_counts" hook, which this aggregator plans.
+//
+// Streaming: O(P) memory whatever the number of clients. Used in multi-round FL
+// it is this same average of the round's cohort.
+//
+//   aggregator { name: "split_average" }
+//   server { one_shot: true compare { aggregator { name: "split_average" } } }
+
+#include <memory>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "aggregators/class_counts/class_counts_options.pb.h"
+#include "aggregators/common/class_aware_mean.h"
+#include "aggregators/split_average/split_average_options.pb.h"
+#include "fl/aggregator.h"
+#include "fl/registry.h"
+#include "fl/status_macros.h"
+
+namespace aggregators {
+namespace {
+
+class SplitAverage : public fl::Aggregator {
+ public:
+  explicit SplitAverage(int64_t min_class_examples) : min_class_examples_(min_class_examples) {}
+
+  fl::AggregatorProperties properties() const override {
+    fl::AggregatorProperties properties;
+    // A class the only client lacks gets a zero row.
+    properties.single_client_identity = false;
+    properties.client_hooks = {"class_counts"};
+    return properties;
+  }
+
+  absl::StatusOr<fl::RoundPlan> Configure(const fl::ModelState& global,
+                                          fl::ServerContext&) override {
+    FL_ASSIGN_OR_RETURN(ClassifierEntries classifier, FindClassifier(global));
+    mean_.emplace(classifier);
+    fl::RoundPlan plan;
+    google::protobuf::Any options;
+    options.PackFrom(fedkit::aggregators::ClassCountsOptions());
+    plan.hooks.push_back({"class_counts", options});
+    return plan;
+  }
+
+  absl::Status Accumulate(fl::ClientUpdate update, fl::ServerContext&) override {
+    if (!mean_.has_value()) return absl::FailedPreconditionError("Accumulate before Configure");
+    FL_ASSIGN_OR_RETURN(at::Tensor held,
+                        ClassesHeld(update, classes(), min_class_examples_));
+    return mean_->Add(update.delta, held);
+  }
+
+  absl::StatusOr<fl::ModelState> Finalize(const fl::ModelState& global,
+                                          fl::ServerContext&) override {
+    if (!mean_.has_value()) return absl::FailedPreconditionError("Finalize before Configure");
+    return mean_->StepFrom(global);
+  }
+
+ private:
+  int64_t classes() const { return mean_->classifier().classes; }
+
+  const int64_t min_class_examples_;
+  std::optional<ClassAwareMean> mean_;
+};
+
+absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateSplitAverage(
+    const fedkit::aggregators::SplitAverageOptions& options, const fl::Aggregator::CreateArgs&) {
+  const int64_t min_examples = options.has_min_class_examples() ? options.min_class_examples() : 2;
+  if (min_examples < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.min_class_examples: must be >= 1, got ", min_examples));
+  }
+  return std::make_unique<SplitAverage>(min_examples);
+}
+
+FL_REGISTER_PLUGIN(fl::Aggregator, "split_average", fedkit::aggregators::SplitAverageOptions,
+                   CreateSplitAverage);
+
+}  // namespace
+}  // namespace aggregators
