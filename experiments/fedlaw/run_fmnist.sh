@@ -6,6 +6,8 @@
 #   experiments/fedlaw/run_fmnist.sh [ROUNDS]        (default 200)
 #   METHODS="fedlaw fedavg" ALPHAS="0.1" SEEDS="1" experiments/fedlaw/run_fmnist.sh 3   (a subset)
 #   SETTINGS=paper experiments/fedlaw/run_fmnist.sh  (the paper's Appendix B/D settings)
+# A run whose summary.json exists is skipped, so an interrupted sweep resumes
+# where it stopped and more seeds can be added later (delete a run's folder to redo it).
 # SETTINGS=code (default) uses the official code's defaults: a 200-image proxy set,
 # Es = 20 for every server method, SGD (lr 0.08, momentum 0.9) for Server-FT and
 # FedDF. SETTINGS=paper uses the paper's: a proxy set of 10 images per class (100
@@ -53,6 +55,10 @@ run_one() {
   esac
   local partition="options { [type.googleapis.com/fedkit.data.DirichletOptions] { alpha: $alpha min_size: 1 balance: false } }"
   local dir="$OUT/${method}_a${alpha}_seed${seed}"
+  if [[ -f "$dir/summary.json" ]]; then
+    echo "kept $method alpha $alpha seed $seed (already in $dir)"
+    return 0
+  fi
   if "$BIN" --spec=experiments/fedlaw/fmnist.textproto --output_dir="$dir" \
       --set="seed: $seed server { rounds: $ROUNDS $proxy } partition { $partition } client { $hooks } aggregator { $aggregator } simulation { workers: 1 threads_per_worker: 1 }" \
       > "$dir.log" 2>&1; then
