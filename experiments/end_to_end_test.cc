@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "fl/aggregator.h"
 #include "fl/client_hook.h"
 #include "fl/experiment.h"
@@ -285,6 +286,127 @@ TEST(EndToEndTest, FedLawLearnsItsWeightsOnTheProxySet) {
     EXPECT_LE(row.diagnostics.at("proxy_loss_after"), row.diagnostics.at("proxy_loss_before"));
   }
   EXPECT_GT(result.rows[1].test_accuracy, 0.3);
+}
+
+// Keeps every update's delta by client id, for the independent-init tests; the
+// model is left as it was.
+absl::Mutex probe_mutex;
+std::map<int64_t, at::Tensor>* recorded_deltas = nullptr;
+
+class InitProbe : public fl::Aggregator {
+ public:
+  absl::Status Accumulate(fl::ClientUpdate update, fl::ServerContext&) override {
+    absl::MutexLock lock(&probe_mutex);
+    std::vector<at::Tensor> flat;
+    for (const auto& entry : update.delta.entries()) flat.push_back(entry.tensor.flatten());
+    (*recorded_deltas)[update.client_id] = at::cat(flat);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<fl::ModelState> Finalize(const fl::ModelState& global,
+                                          fl::ServerContext&) override {
+    return global.Clone();
+  }
+};
+
+absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateInitProbe(const fedkit::ProxySpec&,
+                                                                const fl::Aggregator::CreateArgs&) {
+  return std::make_unique<InitProbe>();
+}
+
+FL_REGISTER_PLUGIN(fl::Aggregator, "init_probe", fedkit::ProxySpec, CreateInitProbe);
+
+// Each client's start minus the broadcast model: one SGD step with a vanishing
+// learning rate leaves the weights where they began.
+std::map<int64_t, at::Tensor> Starts(uint64_t seed, bool independent) {
+  std::map<int64_t, at::Tensor> deltas;
+  recorded_deltas = &deltas;
+  fedkit::ExperimentSpec spec = Spec(absl::StrCat(
+      "seed: ", seed, " partition { num_clients: 4 } client { steps: 1 optimizer { lr: 1e-12 } }"
+      " server { rounds: 1 one_shot: true independent_init: ", independent ? "true" : "false",
+      " } aggregator { name: 'init_probe' } simulation { workers: 2 }"));
+  RunSpec(spec, absl::StrCat("init_", seed, "_", independent));
+  recorded_deltas = nullptr;
+  return deltas;
+}
+
+TEST(EndToEndTest, IndependentInitGivesEachClientItsOwnSeededStart) {
+  const auto first = Starts(5, true);
+  ASSERT_EQ(first.size(), 4u);
+  for (int64_t a = 0; a < 4; ++a) {
+    // Away from the broadcast model, and from every other client's start.
+    EXPECT_GT(first.at(a).norm().item<double>(), 1.0) << a;
+    for (int64_t b = a + 1; b < 4; ++b) {
+      EXPECT_GT((first.at(a) - first.at(b)).norm().item<double>(), 1.0) << a << " " << b;
+    }
+  }
+  // The same seed gives the same starts (whatever worker trains whom); another, others.
+  const auto again = Starts(5, true);
+  const auto other = Starts(6, true);
+  for (int64_t k = 0; k < 4; ++k) {
+    EXPECT_TRUE(first.at(k).equal(again.at(k))) << k;
+    EXPECT_GT((first.at(k) - other.at(k)).norm().item<double>(), 1.0) << k;
+  }
+  // Without the option every client starts from the broadcast model.
+  for (const auto& [k, delta] : Starts(5, false)) EXPECT_LT(delta.norm().item<double>(), 1e-6) << k;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+TEST(EndToEndTest, OneShotReportEvaluatesEveryClientAndEveryAggregate) {
+  fedkit::ExperimentSpec spec = Spec(
+      "partition { num_clients: 5 options { [type.googleapis.com/fedkit.data.DirichletOptions] "
+      "{ alpha: 0.1 } } } client { epochs: 2 } "
+      "server { rounds: 1 one_shot: true independent_init: true "
+      "  compare { aggregator { name: 'split_average' } } "
+      "  compare { label: 'fedavg (by size)' aggregator { name: 'fedavg' } } } "
+      "aggregator { name: 'maecho' options { [type.googleapis.com/fedkit.aggregators.MaEchoOptions]"
+      " { iterations: 5 } } }");
+  const std::string dir = absl::StrCat(getenv("TEST_TMPDIR"), "/one_shot_report");
+  auto experiment = fl::BuildExperiment(spec);
+  ASSERT_TRUE(experiment.ok()) << experiment.status();
+  auto result = fl::RunExperiment(*experiment, dir);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->rows.size(), 1u);
+  EXPECT_EQ(result->rows[0].clients, 5);
+
+  const std::string csv = ReadFile(dir + "/one_shot.csv");
+  std::vector<std::string> lines = absl::StrSplit(csv, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 1u + 5 + 3) << csv;
+  EXPECT_THAT(lines[0], HasSubstr("kind,label,examples,test_accuracy,test_loss,"
+                                  "aggregation_seconds,objective_end,objective_start"));
+  for (int k = 0; k < 5; ++k) EXPECT_THAT(lines[1 + k], HasSubstr(absl::StrCat("client,client ", k, ",")));
+  // The spec's aggregator's row is what metrics.csv reports for the round.
+  const std::vector<std::string> main = absl::StrSplit(lines[6], ',');
+  EXPECT_EQ(main[0], "aggregate");
+  EXPECT_EQ(main[1], "maecho");
+  EXPECT_NEAR(std::stod(main[3]), result->rows[0].test_accuracy, 1e-6);
+  EXPECT_GT(std::stod(main[5]), 0.0);
+  EXPECT_THAT(lines[7], HasSubstr("aggregate,split_average,"));
+  EXPECT_THAT(lines[8], HasSubstr("aggregate,fedavg (by size),"));
+  const std::string summary = ReadFile(dir + "/summary.json");
+  EXPECT_THAT(summary, HasSubstr("\"aggregation_seconds\": "));
+  EXPECT_THAT(summary, HasSubstr("\"one_shot\": {\"clients\": [{\"label\": \"client 0\""));
+}
+
+TEST(ValidationTest, OneShotOptionsAreCheckedWithTheirPaths) {
+  auto experiment = fl::BuildExperiment(
+      Spec("server { independent_init: true compare { aggregator { name: 'fedavg' } } }"));
+  ASSERT_FALSE(experiment.ok());
+  EXPECT_THAT(std::string(experiment.status().message()),
+              HasSubstr("server.independent_init: applies to one-shot runs only (server.one_shot)"));
+  EXPECT_THAT(std::string(experiment.status().message()),
+              HasSubstr("server.compare: applies to one-shot runs only (server.one_shot)"));
+  experiment = fl::BuildExperiment(
+      Spec("server { rounds: 1 one_shot: true compare { aggregator { name: 'split_average' } } "
+           "compare { aggregator { name: 'split_average' } } compare { aggregator { name: 'x' } } }"));
+  ASSERT_FALSE(experiment.ok());
+  EXPECT_THAT(std::string(experiment.status().message()),
+              HasSubstr("server.compare[1].label: \"split_average\" is also server.compare[0]'s"));
+  EXPECT_THAT(std::string(experiment.status().message()),
+              HasSubstr("server.compare[2].aggregator.name: aggregator \"x\" is not registered"));
 }
 
 TEST(ValidationTest, EveryProblemIsReportedWithItsFieldPath) {
