@@ -66,6 +66,10 @@ struct ServerContext {
   // evaluates the average of its last two iterates); training always continues
   // from what Finalize returns. Cleared every round.
   std::optional<ModelState> evaluation_model;
+  // Set by Finalize when the aggregate is a predictor rather than one model's
+  // weights (the logit ensemble: logits for a batch of inputs); evaluation then
+  // runs it instead of any model. Cleared every round.
+  std::function<at::Tensor(const at::Tensor& inputs)> evaluation_predictor;
 };
 
 // Properties the shared conformance suite checks where they hold.

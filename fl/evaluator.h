@@ -2,6 +2,9 @@
 #define FL_EVALUATOR_H_
 
 #include <cstdint>
+#include <functional>
+
+#include <ATen/core/Tensor.h>
 
 #include "absl/status/statusor.h"
 #include "fl/dataset.h"
@@ -10,6 +13,9 @@
 namespace fl {
 
 class Model;
+
+// Logits for a batch of inputs.
+using Predictor = std::function<at::Tensor(const at::Tensor& inputs)>;
 
 struct Evaluation {
   double accuracy = 0.0;
@@ -21,6 +27,11 @@ struct Evaluation {
 // `batch_size` (on the data's device).
 absl::StatusOr<Evaluation> Evaluate(Model& model, const ModelState& state, const Examples& data,
                                     int64_t batch_size);
+
+// Evaluates a predictor (logits for a batch of inputs) that is not one model's
+// weights, such as a logit ensemble, the same way.
+absl::StatusOr<Evaluation> EvaluatePredictor(const Predictor& predict, const Examples& data,
+                                             int64_t batch_size);
 
 }  // namespace fl
 

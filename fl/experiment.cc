@@ -269,7 +269,7 @@ absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec) {
     if (absl::c_linear_search(planned_hooks, hook.name())) {
       errors.Add(path + ".name",
                  absl::StrCat("hook \"", hook.name(),
-                              "\" is already requested by the aggregator \"",
+                              "\" is already requested by aggregator \"",
                               spec.aggregator().name(), "\"",
                               spec.server().compare_size() > 0 ? " or a comparison" : "",
                               "; a hook runs once per client, so remove it here (its options"
@@ -426,6 +426,9 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   auto evaluate = [&](const ModelState& state) {
     return Evaluate(*global_model, state, test, eval_batch);
   };
+  auto evaluate_predictor = [&](const Predictor& predict) {
+    return EvaluatePredictor(predict, test, eval_batch);
+  };
 
   FL_ASSIGN_OR_RETURN(std::unique_ptr<MetricsSink> sink, MetricsSink::Open(output_dir, spec));
   sink->AddSummaryField("threads", threads.ToJson());
@@ -434,10 +437,11 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   if (spec.server().one_shot()) {
     report = std::make_unique<OneShotReport>(spec.aggregator().name(), aggregator,
                                              std::move(experiment.comparisons), evaluate,
-                                             sink.get());
+                                             evaluate_predictor, sink.get());
     aggregator = report.get();
   }
   Server server(config, aggregator, std::move(clients), std::move(context), evaluate, sink.get());
+  server.set_predictor_evaluator(evaluate_predictor);
   FL_ASSIGN_OR_RETURN(ModelState final_model, server.Run(std::move(initial)));
   return ExperimentResult{std::move(final_model), sink->rows()};
 }

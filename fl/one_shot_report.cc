@@ -41,8 +41,10 @@ ClientUpdate CloneUpdate(const ClientUpdate& update) {
 
 OneShotReport::OneShotReport(std::string main_label, Aggregator* main,
                              std::vector<OneShotComparison> comparisons, Evaluator evaluate,
-                             MetricsSink* sink)
-    : evaluate_(std::move(evaluate)), sink_(sink) {
+                             PredictorEvaluator evaluate_predictor, MetricsSink* sink)
+    : evaluate_(std::move(evaluate)),
+      evaluate_predictor_(std::move(evaluate_predictor)),
+      sink_(sink) {
   members_.push_back({std::move(main_label), main, {}});
   for (OneShotComparison& c : comparisons) {
     members_.push_back({std::move(c.label), c.aggregator.get(), {}});
@@ -74,6 +76,7 @@ absl::StatusOr<RoundPlan> OneShotReport::Configure(const ModelState& global,
       member.context = context;
       member.context.diagnostics.clear();
       member.context.evaluation_model.reset();
+      member.context.evaluation_predictor = nullptr;
     }
     FL_ASSIGN_OR_RETURN(RoundPlan plan,
                         member.aggregator->Configure(global, i == 0 ? context : member.context));
@@ -131,9 +134,7 @@ absl::StatusOr<ModelState> OneShotReport::Finalize(const ModelState& global,
   Row main_row;
   main_row.label = members_.front().label;
   main_row.seconds = accumulate_seconds_ + SecondsSince(start);
-  FL_ASSIGN_OR_RETURN(main_row.evaluation, evaluate_(context.evaluation_model.has_value()
-                                                         ? *context.evaluation_model
-                                                         : result));
+  FL_ASSIGN_OR_RETURN(main_row.evaluation, EvaluateAggregate(result, context));
   main_row.diagnostics = context.diagnostics;
   rows_.push_back(std::move(main_row));
 
@@ -158,9 +159,7 @@ absl::StatusOr<ModelState> OneShotReport::Finalize(const ModelState& global,
     absl::StatusOr<ModelState> aggregate = member.aggregator->Finalize(global, member.context);
     if (!aggregate.ok()) return failed(aggregate.status());
     row.seconds += SecondsSince(start);
-    absl::StatusOr<Evaluation> evaluation = evaluate_(
-        member.context.evaluation_model.has_value() ? *member.context.evaluation_model
-                                                    : *aggregate);
+    absl::StatusOr<Evaluation> evaluation = EvaluateAggregate(*aggregate, member.context);
     if (!evaluation.ok()) return failed(evaluation.status());
     row.evaluation = *evaluation;
     row.diagnostics = member.context.diagnostics;
@@ -169,6 +168,12 @@ absl::StatusOr<ModelState> OneShotReport::Finalize(const ModelState& global,
   updates_.clear();
   FL_RETURN_IF_ERROR(Write());
   return result;
+}
+
+absl::StatusOr<Evaluation> OneShotReport::EvaluateAggregate(const ModelState& result,
+                                                            const ServerContext& context) const {
+  if (context.evaluation_predictor) return evaluate_predictor_(context.evaluation_predictor);
+  return evaluate_(context.evaluation_model.has_value() ? *context.evaluation_model : result);
 }
 
 absl::Status OneShotReport::Write() const {

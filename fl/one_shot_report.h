@@ -42,10 +42,14 @@ struct OneShotComparison {
 class OneShotReport : public Aggregator {
  public:
   using Evaluator = std::function<absl::StatusOr<Evaluation>(const ModelState&)>;
+  using PredictorEvaluator = std::function<absl::StatusOr<Evaluation>(const Predictor&)>;
 
-  // `main` (labelled `main_label`) and `sink` must outlive the report.
+  // `main` (labelled `main_label`) and `sink` must outlive the report. Each
+  // aggregate is evaluated as the server would: its predictor, else its
+  // evaluation model, else the model Finalize returns.
   OneShotReport(std::string main_label, Aggregator* main,
-                std::vector<OneShotComparison> comparisons, Evaluator evaluate, MetricsSink* sink);
+                std::vector<OneShotComparison> comparisons, Evaluator evaluate,
+                PredictorEvaluator evaluate_predictor, MetricsSink* sink);
 
   // The spec's aggregator's, with client_hooks the union over every aggregator.
   AggregatorProperties properties() const override;
@@ -74,10 +78,13 @@ class OneShotReport : public Aggregator {
     ServerContext context;  // a comparison's own; the spec's aggregator uses the server's
   };
   absl::Status Write() const;
+  absl::StatusOr<Evaluation> EvaluateAggregate(const ModelState& result,
+                                               const ServerContext& context) const;
 
   std::vector<std::unique_ptr<Aggregator>> owned_;
   std::vector<Member> members_;  // the spec's aggregator first
   Evaluator evaluate_;
+  PredictorEvaluator evaluate_predictor_;
   MetricsSink* sink_;
   std::vector<ClientUpdate> updates_;
   double accumulate_seconds_ = 0.0;  // the spec's aggregator's, this round

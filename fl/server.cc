@@ -67,6 +67,7 @@ absl::StatusOr<Server::RoundOutcome> Server::RunRound(int round, ModelState& glo
   context_.round_seed = DeriveSeed(config_.seed, SeedStream::kServerRound, {static_cast<uint64_t>(round)});
   context_.diagnostics.clear();
   context_.evaluation_model.reset();
+  context_.evaluation_predictor = nullptr;
   EnterPhase(RoundPhase::kServer);
   FL_ASSIGN_OR_RETURN(RoundPlan plan, aggregator_->Configure(global, context_));
   EnterPhase(RoundPhase::kClients);
@@ -170,9 +171,18 @@ absl::StatusOr<ModelState> Server::Run(ModelState initial) {
     const bool scheduled = round >= first && (round - first) % config_.eval_every == 0;
     if (!scheduled && round != config_.rounds) continue;
 
-    FL_ASSIGN_OR_RETURN(Evaluation eval, evaluate_(context_.evaluation_model.has_value()
-                                                       ? *context_.evaluation_model
-                                                       : global));
+    absl::StatusOr<Evaluation> evaluated;
+    if (context_.evaluation_predictor) {
+      if (!evaluate_predictor_) {
+        return absl::FailedPreconditionError(
+            "the aggregator returned a predictor, and this server cannot evaluate one");
+      }
+      evaluated = evaluate_predictor_(context_.evaluation_predictor);
+    } else {
+      evaluated = evaluate_(context_.evaluation_model.has_value() ? *context_.evaluation_model
+                                                                  : global);
+    }
+    FL_ASSIGN_OR_RETURN(Evaluation eval, std::move(evaluated));
     row.round = round;
     row.test_accuracy = eval.accuracy;
     row.test_loss = eval.loss;

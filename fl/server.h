@@ -52,8 +52,17 @@ class Server {
 
   // Runs every round from `initial` and returns the final global model. Fails if a
   // whole cohort fails to train, or on an aggregator error.
-  // The evaluation uses ServerContext::evaluation_model when the aggregator sets one.
+  // The evaluation uses ServerContext::evaluation_predictor or evaluation_model
+  // when the aggregator sets one.
   absl::StatusOr<ModelState> Run(ModelState initial);
+
+  // How to evaluate a predictor an aggregator returns through
+  // ServerContext::evaluation_predictor; without it such a round fails.
+  using PredictorEvaluator =
+      std::function<absl::StatusOr<Evaluation>(const std::function<at::Tensor(const at::Tensor&)>&)>;
+  void set_predictor_evaluator(PredictorEvaluator evaluate) {
+    evaluate_predictor_ = std::move(evaluate);
+  }
 
  private:
   struct RoundOutcome {
@@ -73,6 +82,7 @@ class Server {
   std::vector<std::unique_ptr<Client>> clients_;
   ServerContext context_;
   Evaluator evaluate_;
+  PredictorEvaluator evaluate_predictor_;
   MetricsSink* sink_;
 };
 

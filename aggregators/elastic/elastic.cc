@@ -459,6 +459,9 @@ class Elastic : public fl::Aggregator {
       return absl::FailedPreconditionError("Finalize: no update was accepted this round");
     }
     FL_ASSIGN_OR_RETURN(fl::ModelState next, base_->Finalize(global, context));
+    // A base whose aggregate is a predictor (the logit ensemble) leaves no weights for
+    // the interpolation: Elastic's result is the model it returns, evaluated as such.
+    context.evaluation_predictor = nullptr;
     if (absl::Status s = global.CheckSameLayout(next); !s.ok()) {
       return absl::InternalError(absl::StrCat("base aggregator's model: ", s.message()));
     }
