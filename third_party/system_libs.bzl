@@ -26,6 +26,7 @@ _PKG_CONFIG_LIBS = {
     "benchmark": ["benchmark"],
     "benchmark_main": ["benchmark_main"],
     "zlib": ["zlib"],
+    "lemon": ["lemon"],
 }
 
 def _pkg_config(ctx, flag, modules):

@@ -17,7 +17,10 @@
 // data barely change. The classifier is never iterated: it is averaged class-wise
 // (each class's row over the clients holding that class). The result (option
 // `output`) is the split average of the final V_i (the code) or the anchor W (the
-// paper's Algorithm 1).
+// paper's Algorithm 1). With `align: OT` the clients' hidden neurons are first
+// matched to the first client's by OT fusion's alignment, their projections
+// reordered with them (the paper's "MA-Echo + OT"; the code recomputes the
+// projections of the aligned models, which is the same reordering).
 //
 // The paper's form differs in constants (D with a factor 2 and P_i in place of
 // I - P_i, the V-step with I - P_i / 2, alpha from a small QP); the code's
@@ -47,6 +50,7 @@
 #include "absl/strings/str_split.h"
 #include "aggregators/class_counts/class_counts_options.pb.h"
 #include "aggregators/common/class_aware_mean.h"
+#include "aggregators/common/ot_alignment.h"
 #include "aggregators/maecho/maecho_options.pb.h"
 #include "aggregators/maecho/projection_settings.h"
 #include "fl/aggregator.h"
@@ -88,9 +92,10 @@ struct Layer {
 };
 
 struct ClientModel {
-  fl::ModelState model;  // V_i, whole
-  at::Tensor held;       // classes held
-  std::vector<Projector> projectors;  // per Layer
+  fl::ModelState model;          // the client's delta until Finalize
+  at::Tensor held;               // classes held
+  std::vector<at::Tensor> factors;  // per Layer: G with P = I - G G^T
+  std::vector<Projector> projectors;  // made from the factors in Finalize
 };
 
 class MaEcho : public fl::Aggregator {
@@ -153,7 +158,7 @@ class MaEcho : public fl::Aggregator {
             c10::str(entry.tensor.sizes()), "; expected \"", layers_[l].extra_name, "\" with ", d,
             " rows"));
       }
-      client.projectors.emplace_back(entry.tensor.to(update.delta.tensor(layers_[l].weight).dtype()));
+      client.factors.push_back(entry.tensor.to(update.delta.tensor(layers_[l].weight).dtype()));
     }
     client.held = held;
     client.model = std::move(update.delta);
@@ -164,6 +169,11 @@ class MaEcho : public fl::Aggregator {
   absl::StatusOr<fl::ModelState> Finalize(const fl::ModelState& global,
                                           fl::ServerContext& context) override {
     if (clients_.empty()) return absl::FailedPreconditionError("no update was accumulated");
+    if (options_.align() == MaEchoOptions::OT) FL_RETURN_IF_ERROR(AlignToFirstClient(global));
+    for (ClientModel& client : clients_) {
+      for (const at::Tensor& factor : client.factors) client.projectors.emplace_back(factor);
+      client.factors.clear();
+    }
     const auto n = static_cast<double>(clients_.size());
     // Each client's V_i as one matrix per layer; `clients_[i].model` holds its delta.
     std::vector<std::vector<at::Tensor>> v(clients_.size());
@@ -228,6 +238,30 @@ class MaEcho : public fl::Aggregator {
   }
 
  private:
+  // Reorders every client's hidden neurons to match the first client's (OT fusion's
+  // alignment), and the rows of the factors acting on those neurons with them.
+  absl::Status AlignToFirstClient(const fl::ModelState& global) {
+    FL_ASSIGN_OR_RETURN(std::vector<ChainLayer> chain, LinearChain(global));
+    const fl::ModelState reference = fl::ModelState::Sum(global, 1.0, 1.0, clients_[0].model);
+    for (size_t i = 1; i < clients_.size(); ++i) {
+      ClientModel& client = clients_[i];
+      const fl::ModelState model = fl::ModelState::Sum(global, 1.0, 1.0, client.model);
+      const std::vector<at::Tensor> matches = AlignNeurons(reference, model, chain);
+      client.model = fl::ModelState::Difference(PermuteNeurons(model, chain, matches), global);
+      for (size_t l = 0; l < layers_.size(); ++l) {
+        size_t position = 0;
+        while (chain[position].weight != layers_[l].weight) ++position;
+        if (position == 0) continue;  // the model's inputs keep their order
+        at::Tensor rows = matches[position - 1];
+        if (layers_[l].bias.has_value()) {
+          rows = at::cat({rows, at::full({1}, rows.size(0), rows.options())});
+        }
+        client.factors[l] = client.factors[l].index_select(0, rows.to(client.factors[l].device()));
+      }
+    }
+    return absl::OkStatus();
+  }
+
   // The projected layers named by the first client's extra, checked against the layout.
   static absl::StatusOr<std::vector<Layer>> LayersOf(const fl::ModelState& layout,
                                                      const fl::ModelState& factors) {

@@ -106,6 +106,31 @@ TEST(MaEchoTest, RowNormalisationDividesEachMoveByItsNorm) {
   EXPECT_TRUE(at::allclose(result.tensor(0), Matrix({1, 0, 0, 2})));
 }
 
+TEST(MaEchoTest, OtAlignmentMatchesAPermutedCopyBeforeIterating) {
+  // Client B is client A with its two hidden neurons swapped: the same function.
+  const at::Tensor g = at::tensor({0.6f, 0.2f}).view({2, 1});
+  auto run = [&](MaEchoOptions::Alignment align) {
+    MaEchoOptions options;
+    options.set_iterations(3);
+    options.set_align(align);
+    auto aggregator = Create(options);
+    const fl::ModelState global({{"h", at::zeros({2, 2}), false}, {"out", at::zeros({2, 2}), false}});
+    fl::ServerContext context;
+    EXPECT_TRUE(aggregator->Configure(global, context).ok());
+    EXPECT_TRUE(aggregator->Accumulate(Update(Matrix({1, 2, 3, 4}), Matrix({5, 6, 7, 8}), g, {5, 5}),
+                                       context).ok());
+    EXPECT_TRUE(aggregator->Accumulate(Update(Matrix({3, 4, 1, 2}), Matrix({6, 5, 8, 7}), g, {5, 5}),
+                                       context).ok());
+    auto result = aggregator->Finalize(global, context);
+    EXPECT_TRUE(result.ok()) << result.status();
+    return *result;
+  };
+  const fl::ModelState aligned = run(MaEchoOptions::OT);
+  EXPECT_TRUE(at::allclose(aligned.tensor(0), Matrix({1, 2, 3, 4})));
+  EXPECT_TRUE(at::allclose(aligned.tensor(1), Matrix({5, 6, 7, 8})));
+  EXPECT_FALSE(at::allclose(run(MaEchoOptions::NONE).tensor(0), Matrix({1, 2, 3, 4})));
+}
+
 TEST(MaEchoTest, PlansItsHooksWithTheProjectionOptions) {
   MaEchoOptions options;
   options.mutable_projection()->set_shrink(0.25);
