@@ -29,6 +29,11 @@ _PKG_CONFIG_LIBS = {
     "lemon": ["lemon"],
 }
 
+# Debian libraries that ship no pkg-config file: target name -> link flags.
+_LINK_ONLY_LIBS = {
+    "alglib": ["-lalglib"],  # libalglib-dev; headers under /usr/include/libalglib
+}
+
 def _pkg_config(ctx, flag, modules):
     result = ctx.execute(["pkg-config", flag] + modules)
     if result.return_code != 0:
@@ -53,6 +58,13 @@ cc_library(
     linkopts = {linkopts},
 )
 """.format(name = name, defines = repr(defines), linkopts = repr(linkopts)))
+    for name, linkopts in _LINK_ONLY_LIBS.items():
+        build.append("""
+cc_library(
+    name = "{name}",
+    linkopts = {linkopts},
+)
+""".format(name = name, linkopts = repr(linkopts)))
     ctx.file("BUILD", "".join(build))
     ctx.file("WORKSPACE", 'workspace(name = "%s")\n' % ctx.name)
 

@@ -9,7 +9,7 @@
 // excites, 1 where its data is silent). For a layer with a bias, the matrices act
 // on [weight | bias]. The server starts the anchor W at the uniform mean of the V_i
 // and repeats `iterations` times, layer by layer in forward order:
-//   D   = step * sum_i alpha_i (W - V_i)(P_i - I)      (alpha_i = 1/N)
+//   D   = step * sum_i alpha_i (W - V_i)(P_i - I)      (alpha_i = 1/N, or the QP's)
 //   W  <- W + D
 //   V_i <- V_i + step * Norm((W - V_i) P_i)           (with the W just updated)
 // so W moves toward each client inside the subspace that client's data excites
@@ -23,8 +23,10 @@
 // projections of the aligned models, which is the same reordering).
 //
 // The paper's form differs in constants (D with a factor 2 and P_i in place of
-// I - P_i, the V-step with I - P_i / 2, alpha from a small QP); the code's
-// recursion for P and its step are what reproduce the published numbers.
+// I - P_i, the V-step with I - P_i / 2) and solves alpha per layer and iteration
+// from a small QP (Eq. 6; `weights: QP`, with the code's formulation of it: the
+// code ships the QP but fixes alpha = 1/N); the code's recursion for P and its
+// step are what reproduce the published numbers.
 //
 // Memory: every client model and its factors are kept until Finalize,
 // O(N (P + sum_l d_l r_l)); a factor with more than d/2 columns is expanded to the
@@ -53,6 +55,7 @@
 #include "aggregators/common/ot_alignment.h"
 #include "aggregators/maecho/maecho_options.pb.h"
 #include "aggregators/maecho/projection_settings.h"
+#include "aggregators/maecho/qp_weights.h"
 #include "fl/aggregator.h"
 #include "fl/errors.h"
 #include "fl/registry.h"
@@ -104,7 +107,8 @@ class MaEcho : public fl::Aggregator {
       : options_(options),
         iterations_(options.has_iterations() ? options.iterations() : 50),
         step_(options.has_step() ? options.step() : 1.6),
-        min_class_examples_(options.has_min_class_examples() ? options.min_class_examples() : 2) {}
+        min_class_examples_(options.has_min_class_examples() ? options.min_class_examples() : 2),
+        qp_bound_(options.has_qp_bound() ? options.qp_bound() : 0.5) {}
 
   fl::AggregatorProperties properties() const override {
     fl::AggregatorProperties properties;
@@ -200,14 +204,20 @@ class MaEcho : public fl::Aggregator {
       return total;
     };
     context.diagnostics["objective_start"] = objective();
-    const double alpha = 1.0 / n;
+    std::vector<double> alpha(clients_.size(), 1.0 / n);
+    std::vector<at::Tensor> z(clients_.size());
     for (int t = 1; t <= iterations_; ++t) {
       for (size_t l = 0; l < layers_.size(); ++l) {
-        at::Tensor d = at::zeros_like(w[l]);
         for (size_t i = 0; i < clients_.size(); ++i) {
           const at::Tensor m = w[l] - v[i][l];
-          d.add_(clients_[i].projectors[l].Apply(m) - m, alpha);
+          z[i] = clients_[i].projectors[l].Apply(m) - m;  // (W - V_i)(P_i - I)
         }
+        if (options_.weights() == MaEchoOptions::QP) {
+          const at::Tensor flat = at::stack(z).flatten(1).to(at::kDouble);
+          FL_ASSIGN_OR_RETURN(alpha, SimplexBoxQp(at::mm(flat, flat.t()), qp_bound_));
+        }
+        at::Tensor d = at::zeros_like(w[l]);
+        for (size_t i = 0; i < clients_.size(); ++i) d.add_(z[i], alpha[i]);
         w[l].add_(d, step_);
         for (size_t i = 0; i < clients_.size(); ++i) {
           at::Tensor u = clients_[i].projectors[l].Apply(w[l] - v[i][l]);
@@ -324,6 +334,7 @@ class MaEcho : public fl::Aggregator {
   const int iterations_;
   const double step_;
   const int64_t min_class_examples_;
+  const double qp_bound_;
   ClassifierEntries classifier_;
   fl::ModelState layout_;
   std::vector<Layer> layers_;
@@ -342,6 +353,9 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateMaEcho(const MaEchoOptions
   if (options.has_min_class_examples() && options.min_class_examples() < 1) {
     errors.Add("options.min_class_examples",
                absl::StrCat("must be >= 1, got ", options.min_class_examples()));
+  }
+  if (options.has_qp_bound() && !(options.qp_bound() > 0 && options.qp_bound() <= 1)) {
+    errors.Add("options.qp_bound", absl::StrCat("must be in (0, 1], got ", options.qp_bound()));
   }
   if (options.trace_every() < 0) {
     errors.Add("options.trace_every", absl::StrCat("must be >= 0, got ", options.trace_every()));

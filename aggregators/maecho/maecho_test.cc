@@ -94,6 +94,25 @@ TEST(MaEchoTest, OneIterationByHand) {
   EXPECT_TRUE(at::allclose(RunOnce(options, &diagnostics).tensor(0), Matrix({1.25, 0, 0, 2.5})));
 }
 
+// With the QP's weights: Z1 = (W0 - V1)(P1 - I) = [[0.5, 0], [0, 0]] and Z2 =
+// [[0, 0], [0, 1]] are orthogonal, so A = diag(0.25, 1) and (bound 1) alpha =
+// (0.8, 0.2): D = [[0.4, 0], [0, 0.2]], W1 = [[1.4, 0], [0, 2.2]].
+TEST(MaEchoTest, QpWeightsOneIterationByHand) {
+  MaEchoOptions options;
+  options.set_iterations(1);
+  options.set_step(1.0);
+  options.set_output(MaEchoOptions::ANCHOR);
+  options.set_weights(MaEchoOptions::QP);
+  options.set_qp_bound(1.0);
+  std::map<std::string, double> diagnostics;
+  EXPECT_TRUE(at::allclose(RunOnce(options, &diagnostics).tensor(0), Matrix({1.4, 0, 0, 2.2}),
+                           1e-5, 1e-6));
+  // The code's bound 0.5 with two clients leaves only alpha = (0.5, 0.5): uniform.
+  options.set_qp_bound(0.5);
+  EXPECT_TRUE(at::allclose(RunOnce(options, &diagnostics).tensor(0), Matrix({1.25, 0, 0, 2.5}),
+                           1e-5, 1e-6));
+}
+
 TEST(MaEchoTest, RowNormalisationDividesEachMoveByItsNorm) {
   MaEchoOptions options;
   options.set_iterations(1);

@@ -11,6 +11,7 @@
 #             beta 0.01, 0.1, 0.5, with the aggregation's wall time
 #   table6    the paper's Table 6 shape on MNIST: principal components kept in each
 #             client's projection (5, 10, 20, 50; all = setting1) and bytes sent
+#   qp        setting1 with the paper's QP weights (bound 0.5) in place of 1/N
 # A run whose summary.json exists is skipped (delete its folder to redo it). Runs
 # go one at a time with one thread, as the timings are reported.
 set -euo pipefail
@@ -45,7 +46,7 @@ partition() {  # partition CLIENTS BETA
 }
 
 for seed in ${SEEDS:-1 2 3}; do
-  for part in ${PARTS:-setting1 table1 table6}; do
+  for part in ${PARTS:-setting1 table1 table6 qp}; do
     case "$part" in
       setting1)
         run "$OUT/setting1/mnist_seed$seed" experiments/maecho/mnist_mlp.textproto "seed: $seed"
@@ -64,6 +65,12 @@ for seed in ${SEEDS:-1 2 3}; do
           run "$OUT/table6/mnist_k${k}_seed$seed" experiments/maecho/mnist_mlp.textproto \
             "seed: $seed $(maecho "projection { components: $k }")"
         done
+        ;;
+      qp)
+        run "$OUT/qp/mnist_seed$seed" experiments/maecho/mnist_mlp.textproto \
+          "seed: $seed $(maecho "weights: QP")"
+        run "$OUT/qp/fmnist_seed$seed" experiments/maecho/fmnist_mlp.textproto \
+          "seed: $seed $(maecho "weights: QP")"
         ;;
       *) echo "unknown part $part" >&2; exit 2 ;;
     esac
