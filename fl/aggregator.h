@@ -59,6 +59,10 @@ struct ServerContext {
   int num_clients = 0;
   // Training examples over all clients of the federation (for weights n_i / n).
   int64_t num_examples = 0;
+  // The test-split accuracy of a model, lent for diagnostics that trace a method's
+  // own iterations (MA-Echo's); never for choosing a model. Empty when the server
+  // has none.
+  std::function<absl::StatusOr<double>(const ModelState&)> test_accuracy;
   // Per-round scalars the aggregator reports (FedExP's eta_g, FedLAW's gamma, ...);
   // each key becomes a column of metrics.csv.
   std::map<std::string, double> diagnostics;

@@ -429,6 +429,10 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   auto evaluate_predictor = [&](const Predictor& predict) {
     return EvaluatePredictor(predict, test, eval_batch);
   };
+  context.test_accuracy = [&](const ModelState& state) -> absl::StatusOr<double> {
+    FL_ASSIGN_OR_RETURN(Evaluation evaluation, evaluate(state));
+    return evaluation.accuracy;
+  };
 
   FL_ASSIGN_OR_RETURN(std::unique_ptr<MetricsSink> sink, MetricsSink::Open(output_dir, spec));
   sink->AddSummaryField("threads", threads.ToJson());

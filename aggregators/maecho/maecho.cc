@@ -32,7 +32,9 @@
 // O(N (P + sum_l d_l r_l)); a factor with more than d/2 columns is expanded to the
 // d x d matrix once, so the server holds at most O(N sum_l d_l^2). Diagnostics:
 // objective_start / objective_end (and objective_iter_<t> every trace_every
-// iterations): sum over layers and clients of |(W - V_i0)(I - P_i)|_F^2.
+// iterations): sum over layers and clients of |(W - V_i0)(I - P_i)|_F^2; with
+// trace_accuracy, the test accuracy of the aggregate at those iterations too
+// (accuracy_iter_<t>, from ServerContext::test_accuracy).
 //
 //   aggregator {
 //     name: "maecho"
@@ -203,6 +205,22 @@ class MaEcho : public fl::Aggregator {
       }
       return total;
     };
+    // The aggregate from the current V_i and W.
+    auto output = [&]() -> absl::StatusOr<fl::ModelState> {
+      ClassAwareMean mean(classifier_);
+      for (size_t i = 0; i < clients_.size(); ++i) {
+        fl::ModelState delta = clients_[i].model;  // SetMatrix replaces, never writes into
+        for (size_t l = 0; l < layers_.size(); ++l) {
+          SetMatrix(v[i][l] - Matrix(global, layers_[l]), layers_[l], delta);
+        }
+        FL_RETURN_IF_ERROR(mean.Add(delta, clients_[i].held));
+      }
+      FL_ASSIGN_OR_RETURN(fl::ModelState result, mean.StepFrom(global));
+      if (options_.output() == MaEchoOptions::ANCHOR) {
+        for (size_t l = 0; l < layers_.size(); ++l) SetMatrix(w[l], layers_[l], result);
+      }
+      return result;
+    };
     context.diagnostics["objective_start"] = objective();
     std::vector<double> alpha(clients_.size(), 1.0 / n);
     std::vector<at::Tensor> z(clients_.size());
@@ -227,22 +245,19 @@ class MaEcho : public fl::Aggregator {
       }
       if (options_.trace_every() > 0 && t % options_.trace_every() == 0) {
         context.diagnostics[absl::StrFormat("objective_iter_%03d", t)] = objective();
+        if (options_.trace_accuracy()) {
+          if (!context.test_accuracy) {
+            return absl::FailedPreconditionError(
+                "options.trace_accuracy: this server lends no test evaluation");
+          }
+          FL_ASSIGN_OR_RETURN(fl::ModelState current, output());
+          FL_ASSIGN_OR_RETURN(context.diagnostics[absl::StrFormat("accuracy_iter_%03d", t)],
+                              context.test_accuracy(current));
+        }
       }
     }
     context.diagnostics["objective_end"] = objective();
-
-    ClassAwareMean mean(classifier_);
-    for (size_t i = 0; i < clients_.size(); ++i) {
-      fl::ModelState& delta = clients_[i].model;
-      for (size_t l = 0; l < layers_.size(); ++l) {
-        SetMatrix(v[i][l] - Matrix(global, layers_[l]), layers_[l], delta);
-      }
-      FL_RETURN_IF_ERROR(mean.Add(delta, clients_[i].held));
-    }
-    FL_ASSIGN_OR_RETURN(fl::ModelState result, mean.StepFrom(global));
-    if (options_.output() == MaEchoOptions::ANCHOR) {
-      for (size_t l = 0; l < layers_.size(); ++l) SetMatrix(w[l], layers_[l], result);
-    }
+    FL_ASSIGN_OR_RETURN(fl::ModelState result, output());
     clients_.clear();
     return result;
   }

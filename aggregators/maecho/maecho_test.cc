@@ -46,6 +46,10 @@ fl::ModelState RunOnce(const MaEchoOptions& options, std::map<std::string, doubl
   auto aggregator = Create(options);
   const fl::ModelState global({{"h", at::zeros({2, 2}), false}, {"out", at::zeros({2, 2}), false}});
   fl::ServerContext context;
+  // A stand-in "accuracy": the aggregate's hidden entry (1, 1).
+  context.test_accuracy = [](const fl::ModelState& state) -> absl::StatusOr<double> {
+    return state.tensor(0)[1][1].item<double>();
+  };
   auto plan = aggregator->Configure(global, context);
   EXPECT_TRUE(plan.ok()) << plan.status();
   // P_1 = diag(0.5, 1), P_2 = diag(1, 0.5).
@@ -111,6 +115,21 @@ TEST(MaEchoTest, QpWeightsOneIterationByHand) {
   options.set_qp_bound(0.5);
   EXPECT_TRUE(at::allclose(RunOnce(options, &diagnostics).tensor(0), Matrix({1.25, 0, 0, 2.5}),
                            1e-5, 1e-6));
+}
+
+TEST(MaEchoTest, TracesTheObjectiveAndTheAggregateAcrossIterations) {
+  MaEchoOptions options;
+  options.set_iterations(2);
+  options.set_step(1.0);
+  options.set_trace_every(1);
+  options.set_trace_accuracy(true);
+  std::map<std::string, double> diagnostics;
+  const fl::ModelState result = RunOnce(options, &diagnostics);
+  // After iteration 1 the clients' mean has 2.875 at (1, 1) (OneIterationByHand).
+  EXPECT_DOUBLE_EQ(diagnostics.at("accuracy_iter_001"), 2.875);
+  EXPECT_DOUBLE_EQ(diagnostics.at("accuracy_iter_002"), result.tensor(0)[1][1].item<double>());
+  EXPECT_NEAR(diagnostics.at("objective_iter_001"), 0.375 * 0.375 + 0.75 * 0.75, 1e-6);
+  EXPECT_DOUBLE_EQ(diagnostics.at("objective_iter_002"), diagnostics.at("objective_end"));
 }
 
 TEST(MaEchoTest, RowNormalisationDividesEachMoveByItsNorm) {
@@ -259,6 +278,67 @@ TEST(MaEchoHookTest, ComponentsLimitTheFactorsColumns) {
   fl::ClientUpdate update;
   ASSERT_TRUE((*hook)->AfterTraining(context, update).ok());
   EXPECT_EQ(update.extras.at("maecho").tensor(0).sizes(), (std::vector<int64_t>{3, 1}));
+}
+
+}  // namespace
+}  // namespace aggregators
+
+namespace aggregators {
+namespace {
+
+// A 2-channel 3x3 convolution (with bias) on 1x5x5 inputs, then a linear classifier.
+class ConvThenLinear : public fl::Model {
+ public:
+  ConvThenLinear() {
+    conv_ = register_parameter("conv_weight", at::randn({2, 1, 3, 3}));
+    bias_ = register_parameter("conv_bias", at::randn({2}));
+    fc_ = register_parameter("fc_weight", at::randn({2, 2 * 3 * 3}));
+  }
+  at::Tensor Forward(const at::Tensor& x) override {
+    return at::linear(at::conv2d(x, conv_, bias_).relu().flatten(1), fc_);
+  }
+  absl::StatusOr<std::vector<LayerInput>> LayerInputs(const at::Tensor& x) override {
+    const at::Tensor h = at::conv2d(x, conv_, bias_).relu().flatten(1);
+    return std::vector<LayerInput>{{"conv_weight", "conv_bias", x, {3, 3}}, {"fc_weight", "", h, {}}};
+  }
+
+ private:
+  at::Tensor conv_, bias_, fc_;
+};
+
+TEST(MaEchoHookTest, AConvolutionSeesTheWindowsOfTheBatchMeanMap) {
+  torch::manual_seed(9);
+  ConvThenLinear model;
+  fl::Examples examples{at::randn({4, 1, 5, 5}), at::zeros({4}, at::kLong)};
+  std::vector<int64_t> indices = {0, 1, 2, 3};
+  auto hook = fl::Registry<fl::ClientHook>::Global().Create("maecho", google::protobuf::Any());
+  ASSERT_TRUE(hook.ok());
+  fl::HookContext context;
+  context.model = &model;
+  context.examples = &examples;
+  context.client_indices = &indices;
+  context.train_indices = &indices;
+  context.batch_size = 4;
+  fl::ClientUpdate update;
+  ASSERT_TRUE((*hook)->AfterTraining(context, update).ok());
+  const fl::ModelState& sent = update.extras.at("maecho");
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent.entries()[0].name, "conv_weight|conv_bias");
+  // The 4 windows of the 5x5 mean map at stride 2, each with a constant 1 for the
+  // bias, one update each with the defaults c = 0.5, a = 1e-4.
+  const at::Tensor mean = examples.x.mean(0).to(at::kDouble);
+  at::Tensor p = at::eye(10, at::kDouble);
+  for (int64_t i : {0, 2}) {
+    for (int64_t j : {0, 2}) {
+      const at::Tensor r =
+          at::cat({mean[0].narrow(0, i, 3).narrow(1, j, 3).flatten(), at::ones({1}, at::kDouble)})
+              .view({-1, 1});
+      const at::Tensor k = at::mm(p, r);
+      p = p - 0.5 * at::mm(k, k.t()) / (1e-4 + at::mm(r.t(), k));
+    }
+  }
+  const at::Tensor g = sent.tensor(0).to(at::kDouble);
+  EXPECT_TRUE(at::allclose(at::eye(10, at::kDouble) - at::mm(g, g.t()), p, 1e-4, 1e-5));
 }
 
 }  // namespace
