@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
+#include "aggregators/class_counts/class_counts_options.pb.h"
 #include "fl/status_macros.h"
 
 namespace aggregators {
@@ -16,6 +17,20 @@ at::Tensor RowMask(const at::Tensor& held, int64_t dims, const at::Tensor& like)
 }
 
 }  // namespace
+
+fl::HookRequest ClassCountsRequest() {
+  fl::HookRequest request{"class_counts", {}};
+  request.options.PackFrom(fedkit::aggregators::ClassCountsOptions());
+  return request;
+}
+
+absl::StatusOr<int64_t> ResolveMinClassExamples(std::optional<int32_t> option) {
+  if (option.has_value() && *option < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.min_class_examples: must be >= 1, got ", *option));
+  }
+  return option.value_or(2);
+}
 
 absl::StatusOr<ClassifierEntries> FindClassifier(const fl::ModelState& layout) {
   const auto& entries = layout.entries();

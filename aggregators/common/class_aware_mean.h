@@ -14,6 +14,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "absl/status/statusor.h"
+#include "fl/aggregator.h"
 #include "fl/client_update.h"
 #include "fl/model_state.h"
 
@@ -23,6 +24,13 @@ namespace aggregators {
 // training examples per class (int64, one per class label up to the federation's
 // largest).
 inline constexpr char kClassCountsExtra[] = "class_counts";
+
+// The round-plan entry that asks every client for its class counts.
+fl::HookRequest ClassCountsRequest();
+
+// The option min_class_examples of the class-aware aggregators: 2 when unset (MA-Echo's
+// code counts the classes with more than one example), else >= 1.
+absl::StatusOr<int64_t> ResolveMinClassExamples(std::optional<int32_t> option);
 
 // The classifier's entries in a model's layout: the last parameter of 2 or more
 // dimensions (its rows are the classes) and, when the next parameter is a vector

@@ -23,7 +23,6 @@
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
-#include "aggregators/class_counts/class_counts_options.pb.h"
 #include "aggregators/common/class_aware_mean.h"
 #include "aggregators/ensemble/ensemble_options.pb.h"
 #include "fl/aggregator.h"
@@ -53,9 +52,7 @@ class Ensemble : public fl::Aggregator {
     mean_.emplace(classifier);
     members_ = std::make_shared<Members>();
     fl::RoundPlan plan;
-    google::protobuf::Any options;
-    options.PackFrom(fedkit::aggregators::ClassCountsOptions());
-    plan.hooks.push_back({"class_counts", options});
+    plan.hooks.push_back(ClassCountsRequest());
     return plan;
   }
 
@@ -112,11 +109,10 @@ class Ensemble : public fl::Aggregator {
 
 absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateEnsemble(
     const fedkit::aggregators::EnsembleOptions& options, const fl::Aggregator::CreateArgs&) {
-  const int64_t min_examples = options.has_min_class_examples() ? options.min_class_examples() : 2;
-  if (min_examples < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("options.min_class_examples: must be >= 1, got ", min_examples));
-  }
+  FL_ASSIGN_OR_RETURN(const int64_t min_examples,
+                      ResolveMinClassExamples(options.has_min_class_examples()
+                                                  ? std::optional<int32_t>(options.min_class_examples())
+                                                  : std::nullopt));
   return std::make_unique<Ensemble>(min_examples);
 }
 

@@ -52,7 +52,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "aggregators/class_counts/class_counts_options.pb.h"
 #include "aggregators/common/class_aware_mean.h"
 #include "aggregators/common/ot_alignment.h"
 #include "aggregators/maecho/maecho_options.pb.h"
@@ -127,10 +126,9 @@ class MaEcho : public fl::Aggregator {
     clients_.clear();
     layers_.clear();
     fl::RoundPlan plan;
-    google::protobuf::Any counts, projection;
-    counts.PackFrom(fedkit::aggregators::ClassCountsOptions());
+    google::protobuf::Any projection;
     projection.PackFrom(options_.projection());
-    plan.hooks.push_back({"class_counts", counts});
+    plan.hooks.push_back(ClassCountsRequest());
     plan.hooks.push_back({"maecho", projection});
     return plan;
   }

@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "aggregators/class_counts/class_counts_options.pb.h"
 #include "aggregators/common/class_aware_mean.h"
 #include "aggregators/common/ot_alignment.h"
 #include "aggregators/ot_fusion/ot_fusion_options.pb.h"
@@ -52,9 +51,7 @@ class OtFusion : public fl::Aggregator {
     layout_ = global;
     models_.clear();
     fl::RoundPlan plan;
-    google::protobuf::Any options;
-    options.PackFrom(fedkit::aggregators::ClassCountsOptions());
-    plan.hooks.push_back({"class_counts", options});
+    plan.hooks.push_back(ClassCountsRequest());
     return plan;
   }
 
@@ -91,11 +88,10 @@ class OtFusion : public fl::Aggregator {
 
 absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateOtFusion(
     const fedkit::aggregators::OtFusionOptions& options, const fl::Aggregator::CreateArgs&) {
-  const int64_t min_examples = options.has_min_class_examples() ? options.min_class_examples() : 2;
-  if (min_examples < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("options.min_class_examples: must be >= 1, got ", min_examples));
-  }
+  FL_ASSIGN_OR_RETURN(const int64_t min_examples,
+                      ResolveMinClassExamples(options.has_min_class_examples()
+                                                  ? std::optional<int32_t>(options.min_class_examples())
+                                                  : std::nullopt));
   return std::make_unique<OtFusion>(min_examples);
 }
 

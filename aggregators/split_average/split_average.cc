@@ -17,7 +17,6 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "aggregators/class_counts/class_counts_options.pb.h"
 #include "aggregators/common/class_aware_mean.h"
 #include "aggregators/split_average/split_average_options.pb.h"
 #include "fl/aggregator.h"
@@ -44,9 +43,7 @@ class SplitAverage : public fl::Aggregator {
     FL_ASSIGN_OR_RETURN(ClassifierEntries classifier, FindClassifier(global));
     mean_.emplace(classifier);
     fl::RoundPlan plan;
-    google::protobuf::Any options;
-    options.PackFrom(fedkit::aggregators::ClassCountsOptions());
-    plan.hooks.push_back({"class_counts", options});
+    plan.hooks.push_back(ClassCountsRequest());
     return plan;
   }
 
@@ -72,11 +69,10 @@ class SplitAverage : public fl::Aggregator {
 
 absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateSplitAverage(
     const fedkit::aggregators::SplitAverageOptions& options, const fl::Aggregator::CreateArgs&) {
-  const int64_t min_examples = options.has_min_class_examples() ? options.min_class_examples() : 2;
-  if (min_examples < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("options.min_class_examples: must be >= 1, got ", min_examples));
-  }
+  FL_ASSIGN_OR_RETURN(const int64_t min_examples,
+                      ResolveMinClassExamples(options.has_min_class_examples()
+                                                  ? std::optional<int32_t>(options.min_class_examples())
+                                                  : std::nullopt));
   return std::make_unique<SplitAverage>(min_examples);
 }
 
