@@ -204,6 +204,27 @@ TEST(MaEchoTest, RefusesAnUpdateWhoseProjectionDoesNotFitTheLayer) {
   EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("expected \"h\" with 2 rows"));
 }
 
+// Runs the "maecho" hook on `model` after training on all of `examples`; returns
+// what it sends.
+absl::StatusOr<fl::ModelState> RunHook(fl::Model& model, const fl::Examples& examples,
+                                       int64_t batch_size, const MaEchoProjectionOptions& options) {
+  google::protobuf::Any any;
+  any.PackFrom(options);
+  auto hook = fl::Registry<fl::ClientHook>::Global().Create("maecho", any);
+  if (!hook.ok()) return hook.status();
+  std::vector<int64_t> indices(examples.size());
+  std::iota(indices.begin(), indices.end(), 0);
+  fl::HookContext context;
+  context.model = &model;
+  context.examples = &examples;
+  context.client_indices = &indices;
+  context.train_indices = &indices;
+  context.batch_size = batch_size;
+  fl::ClientUpdate update;
+  if (absl::Status s = (*hook)->AfterTraining(context, update); !s.ok()) return s;
+  return update.extras.at("maecho");
+}
+
 // Two linear layers with biases, exposing their inputs.
 class TwoLayers : public fl::Model {
  public:
@@ -228,30 +249,19 @@ TEST(MaEchoHookTest, OneBatchIsOneUpdateOnTheMeanInputWithTheBiasInput) {
   torch::manual_seed(4);
   TwoLayers model;
   fl::Examples examples{at::randn({6, 2}), at::zeros({6}, at::kLong)};
-  std::vector<int64_t> indices(6);
-  std::iota(indices.begin(), indices.end(), 0);
   MaEchoProjectionOptions options;
   options.set_shrink(0.5);
   options.set_linear_regularizer(0.1);
-  google::protobuf::Any any;
-  any.PackFrom(options);
-  auto hook = fl::Registry<fl::ClientHook>::Global().Create("maecho", any);
+  auto hook = fl::Registry<fl::ClientHook>::Global().Create("maecho", google::protobuf::Any());
   ASSERT_TRUE(hook.ok()) << hook.status();
   EXPECT_TRUE((*hook)->planned_only());
-  fl::HookContext context;
-  context.model = &model;
-  context.examples = &examples;
-  context.client_indices = &indices;
-  context.train_indices = &indices;
-  context.batch_size = 6;
-  fl::ClientUpdate update;
-  ASSERT_TRUE((*hook)->AfterTraining(context, update).ok());
-  const fl::ModelState& sent = update.extras.at("maecho");
-  ASSERT_EQ(sent.size(), 1u);  // the classifier w2 is not projected
-  EXPECT_EQ(sent.entries()[0].name, "w1|b1");
+  auto sent = RunHook(model, examples, 6, options);
+  ASSERT_TRUE(sent.ok()) << sent.status();
+  ASSERT_EQ(sent->size(), 1u);  // the classifier w2 is not projected
+  EXPECT_EQ(sent->entries()[0].name, "w1|b1");
   // r = [mean x, 1]; P = I - 0.5 r r^T / (0.1 + r.r), so G = sqrt(0.5 / (0.1 + r.r)) r.
   const at::Tensor r = at::cat({examples.x.mean(0), at::ones({1})});
-  const at::Tensor g = sent.tensor(0);
+  const at::Tensor g = sent->tensor(0);
   ASSERT_EQ(g.sizes(), (std::vector<int64_t>{3, 1}));
   const at::Tensor expected = at::eye(3) - 0.5 * at::outer(r, r) / (0.1 + at::dot(r, r));
   EXPECT_TRUE(at::allclose(at::eye(3) - at::mm(g, g.t()), expected, 1e-5, 1e-6));
@@ -261,23 +271,14 @@ TEST(MaEchoHookTest, ComponentsLimitTheFactorsColumns) {
   torch::manual_seed(5);
   TwoLayers model;
   fl::Examples examples{at::randn({8, 2}), at::zeros({8}, at::kLong)};
-  std::vector<int64_t> indices(8);
-  std::iota(indices.begin(), indices.end(), 0);
   MaEchoProjectionOptions options;
+  auto full = RunHook(model, examples, 2, options);  // 4 updates in 3 dimensions
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_EQ(full->tensor(0).size(1), 4);  // one column per update
   options.set_components(1);
-  google::protobuf::Any any;
-  any.PackFrom(options);
-  auto hook = fl::Registry<fl::ClientHook>::Global().Create("maecho", any);
-  ASSERT_TRUE(hook.ok());
-  fl::HookContext context;
-  context.model = &model;
-  context.examples = &examples;
-  context.client_indices = &indices;
-  context.train_indices = &indices;
-  context.batch_size = 2;  // 4 updates
-  fl::ClientUpdate update;
-  ASSERT_TRUE((*hook)->AfterTraining(context, update).ok());
-  EXPECT_EQ(update.extras.at("maecho").tensor(0).sizes(), (std::vector<int64_t>{3, 1}));
+  auto one = RunHook(model, examples, 2, options);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->tensor(0).sizes(), (std::vector<int64_t>{3, 1}));
 }
 
 }  // namespace
@@ -310,20 +311,10 @@ TEST(MaEchoHookTest, AConvolutionSeesTheWindowsOfTheBatchMeanMap) {
   torch::manual_seed(9);
   ConvThenLinear model;
   fl::Examples examples{at::randn({4, 1, 5, 5}), at::zeros({4}, at::kLong)};
-  std::vector<int64_t> indices = {0, 1, 2, 3};
-  auto hook = fl::Registry<fl::ClientHook>::Global().Create("maecho", google::protobuf::Any());
-  ASSERT_TRUE(hook.ok());
-  fl::HookContext context;
-  context.model = &model;
-  context.examples = &examples;
-  context.client_indices = &indices;
-  context.train_indices = &indices;
-  context.batch_size = 4;
-  fl::ClientUpdate update;
-  ASSERT_TRUE((*hook)->AfterTraining(context, update).ok());
-  const fl::ModelState& sent = update.extras.at("maecho");
-  ASSERT_EQ(sent.size(), 1u);
-  EXPECT_EQ(sent.entries()[0].name, "conv_weight|conv_bias");
+  auto sent = RunHook(model, examples, 4, MaEchoProjectionOptions());
+  ASSERT_TRUE(sent.ok()) << sent.status();
+  ASSERT_EQ(sent->size(), 1u);
+  EXPECT_EQ(sent->entries()[0].name, "conv_weight|conv_bias");
   // The 4 windows of the 5x5 mean map at stride 2, each with a constant 1 for the
   // bias, one update each with the defaults c = 0.5, a = 1e-4.
   const at::Tensor mean = examples.x.mean(0).to(at::kDouble);
@@ -337,7 +328,7 @@ TEST(MaEchoHookTest, AConvolutionSeesTheWindowsOfTheBatchMeanMap) {
       p = p - 0.5 * at::mm(k, k.t()) / (1e-4 + at::mm(r.t(), k));
     }
   }
-  const at::Tensor g = sent.tensor(0).to(at::kDouble);
+  const at::Tensor g = sent->tensor(0).to(at::kDouble);
   EXPECT_TRUE(at::allclose(at::eye(10, at::kDouble) - at::mm(g, g.t()), p, 1e-4, 1e-5));
 }
 
