@@ -12,6 +12,8 @@
 #   table6    the paper's Table 6 shape on MNIST: principal components kept in each
 #             client's projection (5, 10, 20, 50; all = setting1) and bytes sent
 #   qp        setting1 with the paper's QP weights (bound 0.5) in place of 1/N
+#   trace     setting1 on MNIST with MA-Echo's test accuracy after every iteration
+#             (iterations.png)
 # A run whose summary.json exists is skipped (delete its folder to redo it). Runs
 # go one at a time with one thread, as the timings are reported.
 set -euo pipefail
@@ -52,7 +54,7 @@ partition() {  # partition CLIENTS BETA
 }
 
 for seed in ${SEEDS:-1 2 3}; do
-  for part in ${PARTS:-setting1 table1 table6 qp}; do
+  for part in ${PARTS:-setting1 table1 table6 qp trace}; do
     case "$part" in
       setting1)
         run "$OUT/setting1/mnist_seed$seed" experiments/maecho/mnist_mlp.textproto "seed: $seed"
@@ -69,12 +71,18 @@ for seed in ${SEEDS:-1 2 3}; do
       table6)
         # Without the comparisons: the MA-Echo ones would ask the clients for
         # uncompressed projections, and a hook runs once per client.
-        local_spec="$(mktemp -d)/mnist_mlp_alone.textproto"
-        without_comparisons experiments/maecho/mnist_mlp.textproto > "$local_spec"
+        alone="$(mktemp -d)/mnist_mlp_alone.textproto"
+        without_comparisons experiments/maecho/mnist_mlp.textproto > "$alone"
         for k in 5 10 20 50; do
-          run "$OUT/table6/mnist_k${k}_seed$seed" "$local_spec" \
+          run "$OUT/table6/mnist_k${k}_seed$seed" "$alone" \
             "seed: $seed $(maecho "projection { components: $k }")"
         done
+        ;;
+      trace)
+        alone="$(mktemp -d)/mnist_mlp_alone.textproto"
+        without_comparisons experiments/maecho/mnist_mlp.textproto > "$alone"
+        run "$OUT/trace/mnist_seed$seed" "$alone" \
+          "seed: $seed $(maecho "trace_every: 1 trace_accuracy: true")"
         ;;
       qp)
         run "$OUT/qp/mnist_seed$seed" experiments/maecho/mnist_mlp.textproto \
