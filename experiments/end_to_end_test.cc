@@ -391,6 +391,21 @@ TEST(EndToEndTest, OneShotReportEvaluatesEveryClientAndEveryAggregate) {
   EXPECT_THAT(summary, HasSubstr("\"one_shot\": {\"clients\": [{\"label\": \"client 0\""));
 }
 
+TEST(EndToEndTest, MaEchoAggregatesEveryRoundOfMultiRoundFl) {
+  // The paper's Fig. 9 use: every round's clients send fresh projections.
+  fl::ExperimentResult result = RunSpec(
+      Spec("server { rounds: 3 clients_per_round: 5 } aggregator { name: 'maecho' options { "
+           "[type.googleapis.com/fedkit.aggregators.MaEchoOptions] { iterations: 5 } } }"),
+      "maecho_rounds");
+  ASSERT_EQ(result.rows.size(), 3u);
+  for (const fl::MetricsRow& row : result.rows) {
+    EXPECT_EQ(row.clients, 5);
+    EXPECT_EQ(row.rejected, 0);
+    EXPECT_LT(row.diagnostics.at("objective_end"), row.diagnostics.at("objective_start"));
+  }
+  EXPECT_GT(result.rows.back().test_accuracy, 0.5);
+}
+
 TEST(ValidationTest, OneShotOptionsAreCheckedWithTheirPaths) {
   auto experiment = fl::BuildExperiment(
       Spec("server { independent_init: true compare { aggregator { name: 'fedavg' } } }"));
