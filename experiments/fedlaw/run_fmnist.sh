@@ -79,4 +79,4 @@ done | xargs -P "${JOBS:-2}" -L 1 bash -c 'run_one "$0" "$1" "$2"'
 
 py=/usr/bin/python3  # Debian's, where python3-matplotlib installs
 [[ -x "$py" ]] || py=python3
-"$py" experiments/fedlaw/fmnist_table.py "$OUT"
+"$py" experiments/fedlaw/fmnist_table.py "$OUT" "$SETTINGS"
