@@ -40,6 +40,16 @@ def load(path):
         return list(csv.DictReader(f))
 
 
+def momentum_kept(results):
+    """Whether the runs kept each client's optimiser state (client.keep_optimizer_state)."""
+    for name in sorted(os.listdir(results)):
+        spec = os.path.join(results, name, "spec.textproto")
+        if RUN.match(name) and os.path.exists(spec):
+            with open(spec) as f:
+                return "keep_optimizer_state: true" in f.read()
+    return False
+
+
 def last_mean(rows):
     tail = rows[-LAST:]
     return 100 * statistics.mean(float(r["test_accuracy"]) for r in tail)
@@ -61,11 +71,14 @@ def main(results, settings):
     num_rounds = max(int(rows[-1]["round"]) for r in runs.values() for _, rows in r)
 
     server = SETTINGS[settings]
+    kept = momentum_kept(results)
+    optimizer = ("each client's momentum kept across its rounds" if kept
+                 else "a fresh optimiser every round")
     lines = [f"# FedLAW vs baselines on Fashion-MNIST (paper Table 3, MLP rows), {settings} settings",
              "",
              "Spec: experiments/fedlaw/fmnist.textproto (MLP 784-200-200-10, 20 clients, "
              "Dirichlet(alpha) per class, full participation, E = 3, SGD lr 0.08 * 0.99^t, "
-             "momentum 0.9, wd 5e-4, batch 128, a fresh optimiser each round, 30% client "
+             f"momentum 0.9, wd 5e-4, batch 128, {optimizer}, 30% client "
              f"hold-out). {server}",
              f"Rounds run: {num_rounds}. Metric: mean test accuracy (%) over the last {LAST} "
              "rounds, per seed, then mean +- std over seeds. Made by: "
