@@ -203,6 +203,15 @@ class SyntheticModel : public fl::Model {
     return at::linear(h, w3_, b3_);
   }
 
+  absl::StatusOr<std::vector<LayerInput>> LayerInputs(const at::Tensor& x) override {
+    const at::Tensor in = x.flatten(1);
+    const at::Tensor h1 = at::relu(at::linear(in, w1_, b1_) - mean_);
+    const at::Tensor h2 = at::relu(at::linear(h1, w2_, b2_));
+    return std::vector<LayerInput>{{"fc1_weight", "fc1_bias", in, {}},
+                                   {"fc2_weight", "fc2_bias", h1, {}},
+                                   {"head_weight", "head_bias", h2, {}}};
+  }
+
  private:
   at::Tensor w1_, b1_, w2_, b2_, w3_, b3_, mean_;
   ForwardCounts* counts_;
@@ -394,12 +403,8 @@ absl::StatusOr<std::vector<fl::ClientUpdate>> MakeUpdates(const std::string& nam
 
 std::vector<fl::ClientUpdate> DeepCopy(const std::vector<fl::ClientUpdate>& updates) {
   std::vector<fl::ClientUpdate> copies;
-  for (const fl::ClientUpdate& u : updates) {
-    fl::ClientUpdate copy = u;
-    copy.delta = u.delta.Clone();
-    for (auto& [name, extra] : copy.extras) extra = extra.Clone();
-    copies.push_back(std::move(copy));
-  }
+  copies.reserve(updates.size());
+  for (const fl::ClientUpdate& u : updates) copies.push_back(fl::CloneUpdate(u));
   return copies;
 }
 

@@ -26,6 +26,15 @@ struct ClientUpdate {
   int64_t bytes_sent = 0;
 };
 
+// A deep copy (tensors included), for handing one update to several aggregators:
+// an aggregator may change an update's tensors in place.
+inline ClientUpdate CloneUpdate(const ClientUpdate& update) {
+  ClientUpdate copy = update;
+  copy.delta = update.delta.Clone();
+  for (auto& [name, extra] : copy.extras) extra = extra.Clone();
+  return copy;
+}
+
 }  // namespace fl
 
 #endif  // FL_CLIENT_UPDATE_H_

@@ -32,13 +32,6 @@ std::string CsvField(const std::string& text) {
 
 }  // namespace
 
-ClientUpdate CloneUpdate(const ClientUpdate& update) {
-  ClientUpdate copy = update;
-  copy.delta = update.delta.Clone();
-  for (auto& [name, extra] : copy.extras) extra = extra.Clone();
-  return copy;
-}
-
 OneShotReport::OneShotReport(std::string main_label, Aggregator* main,
                              std::vector<OneShotComparison> comparisons, Evaluator evaluate,
                              PredictorEvaluator evaluate_predictor, MetricsSink* sink)

@@ -91,9 +91,6 @@ class OneShotReport : public Aggregator {
   std::vector<Row> rows_;
 };
 
-// Deep copy: aggregators may change an update's tensors in place.
-ClientUpdate CloneUpdate(const ClientUpdate& update);
-
 }  // namespace fl
 
 #endif  // FL_ONE_SHOT_REPORT_H_

@@ -31,6 +31,7 @@ TEST(RegistryGoldenTest, Models) {
 TEST(RegistryGoldenTest, Aggregators) {
   EXPECT_THAT(fl::Registry<fl::Aggregator>::Global().Names(), ElementsAre(
                                                                   "elastic",
+                                                                  "ensemble",
                                                                   "fedadagrad",
                                                                   "fedadam",
                                                                   "fedavg",
@@ -40,16 +41,21 @@ TEST(RegistryGoldenTest, Aggregators) {
                                                                   "fedlaw",
                                                                   "fedprox",
                                                                   "fedyogi",
+                                                                  "maecho",
+                                                                  "ot_fusion",
                                                                   "scaffold",
-                                                                  "server_ft"));
+                                                                  "server_ft",
+                                                                  "split_average"));
 }
 
 TEST(RegistryGoldenTest, ClientHooks) {
   EXPECT_THAT(fl::Registry<fl::ClientHook>::Global().Names(), ElementsAre(
+                                                                  "class_counts",
                                                                   "elastic",
                                                                   "fedexp",
                                                                   "fedprox",
                                                                   "holdout",
+                                                                  "maecho",
                                                                   "scaffold"));
 }
 
