@@ -406,6 +406,22 @@ TEST(EndToEndTest, MaEchoAggregatesEveryRoundOfMultiRoundFl) {
   EXPECT_GT(result.rows.back().test_accuracy, 0.5);
 }
 
+TEST(EndToEndTest, ACompressedUploadStillLearnsAndCountsItsBytes) {
+  fl::ExperimentResult plain = RunSpec(Spec(), "upload_plain");
+  fl::ExperimentResult compressed = RunSpec(
+      Spec("client { upload { kind: SPARSE_TERNARY fraction: 0.05 error_feedback: true } }"),
+      "upload_stc");
+  ASSERT_EQ(compressed.rows.size(), plain.rows.size());
+  // 5% of the entries as a position, a sign bit and a shared magnitude: well under a
+  // tenth of the float32 deltas (the bytes down are the same model both times).
+  EXPECT_LT(compressed.rows.back().bytes_up * 10, plain.rows.back().bytes_up);
+  EXPECT_EQ(compressed.rows.back().bytes_down, plain.rows.back().bytes_down);
+  EXPECT_GT(compressed.rows.back().test_accuracy, 0.6);
+  auto bad = fl::BuildExperiment(Spec("client { upload { kind: TOP_K } }"));
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr("client.upload.fraction: must be in (0, 1], got 0"));
+}
+
 TEST(ValidationTest, OneShotOptionsAreCheckedWithTheirPaths) {
   auto experiment = fl::BuildExperiment(
       Spec("server { independent_init: true compare { aggregator { name: 'fedavg' } } }"));

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "fl/client_hook.h"
+#include "fl/codec.h"
 #include "fl/data_splits.h"
 #include "fl/device.h"
 #include "fl/errors.h"
@@ -92,6 +93,9 @@ void ValidateCore(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
   }
   if (client.has_lr_decay() && !(client.lr_decay() > 0 && client.lr_decay() <= 1)) {
     errors.Add("client.lr_decay", absl::StrCat("must be in (0, 1], got ", client.lr_decay()));
+  }
+  if (absl::Status codec = CheckCodec(CodecFromSpec(client.upload())); !codec.ok()) {
+    errors.AddStatus("client.upload.", codec);
   }
   const fedkit::OptimizerSpec& opt = client.optimizer();
   if (!(opt.lr() > 0) || !std::isfinite(opt.lr())) {

@@ -18,6 +18,7 @@
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "fl/augmentation.h"
+#include "fl/codec.h"
 #include "fl/client_hook.h"
 #include "fl/flat_parameters.h"
 #include "fl/model.h"
@@ -43,8 +44,10 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const fedkit::OptimizerSp
   }
 }
 
-// The client state store's slot for the optimiser; '@' cannot start a plugin name.
+// The client state store's slots for the optimiser and the upload's error-feedback
+// residual; '@' cannot start a plugin name.
 constexpr char kOptimizerSlot[] = "@optimizer";
+constexpr char kUploadResidualSlot[] = "@upload_residual";
 
 // `optimizer`'s state over `params` (one entry per tensor, by its index).
 TensorMap SaveOptimizerState(torch::optim::Optimizer& optimizer,
@@ -256,6 +259,36 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
   update.local_steps = total_steps;
   update.delta = ModelState::DifferenceFromModule(model, *input.global);
   update.metrics["train_loss"] = total_steps > 0 ? loss_sum.item<double>() / total_steps : 0.0;
+  // Encoded before the hooks' AfterTraining, so that they see the delta as sent.
+  std::map<std::string, TensorMap> states;
+  int64_t delta_bytes = update.delta.NumBytes();
+  if (spec.upload().kind() != fedkit::CodecSpec::IDENTITY) {
+    const CodecConfig codec = CodecFromSpec(spec.upload());
+    EncodedState encoded;
+    if (spec.upload().error_feedback()) {
+      TensorMap& kept = states[kUploadResidualSlot];
+      kept = state_store.Checkout(input.client_id, kUploadResidualSlot);
+      ModelState residual;
+      if (!kept.empty()) {
+        residual = update.delta.ZerosLike();
+        for (auto& entry : residual.mutable_entries()) {
+          auto it = kept.find(entry.name);
+          if (it == kept.end() || it->second.sizes() != entry.tensor.sizes()) {
+            return absl::FailedPreconditionError(absl::StrCat(
+                "client.upload: the kept residual does not fit \"", entry.name, "\""));
+          }
+          entry.tensor = it->second.to(entry.tensor.device());
+        }
+      }
+      encoded = EncodeWithErrorFeedback(update.delta, codec, residual);
+      kept.clear();
+      for (const auto& entry : residual.entries()) kept[entry.name] = entry.tensor;
+    } else {
+      encoded = Encode(update.delta, codec);
+    }
+    update.delta = std::move(encoded.decoded);
+    delta_bytes = encoded.bytes;
+  }
   for (ActiveHook& h : hooks) {
     absl::Status status = h.hook->AfterTraining(h.context, update);
     if (!status.ok()) {
@@ -263,8 +296,7 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
                                                       "\" after training: ", status.message()));
     }
   }
-  update.bytes_sent = update.delta.NumBytes() + NumBytes(update.extras);
-  std::map<std::string, TensorMap> states;
+  update.bytes_sent = delta_bytes + NumBytes(update.extras);
   for (ActiveHook& h : hooks) states[h.name] = std::move(h.state);
   if (spec.keep_optimizer_state()) {
     states[kOptimizerSlot] = SaveOptimizerState(*optimizer, flat.optimizer_tensors());

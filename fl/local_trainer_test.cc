@@ -7,6 +7,7 @@
 #include <torch/utils.h>
 
 #include "fl/client_hook.h"
+#include "fl/codec.h"
 #include "fl/model.h"
 #include "fl/registry.h"
 #include "fl/spec.pb.h"
@@ -152,6 +153,58 @@ TEST_F(LocalTrainerTest, KeptOptimizerStateCarriesMomentumIntoTheNextRound) {
     for (size_t i = 0; i < first->delta.size(); ++i) {
       EXPECT_TRUE(second->delta.tensor(i).allclose(first->delta.tensor(i) * ratio, 1e-5, 1e-7))
           << "keep " << keep << " accepted " << accepted << " tensor " << i;
+    }
+  }
+}
+
+// Sparse-ternary upload with error feedback: the update is the encoding of the
+// delta, bytes_up counts the encoding, and what it lost is sent with the next round
+// (kept only when the server accepts).
+TEST_F(LocalTrainerTest, TheUploadIsEncodedAndItsLossCarriedToTheNextRound) {
+  spec_.set_steps(1);
+  spec_.set_batch_size(20);
+  spec_.mutable_upload()->set_kind(fedkit::CodecSpec::SPARSE_TERNARY);
+  spec_.mutable_upload()->set_fraction(0.5);
+  RoundPlan plan;
+  LocalTrainer plain_trainer([&] {
+    fedkit::ClientTrainingSpec plain = spec_;
+    plain.clear_upload();
+    return plain;
+  }(), {}, &store_);
+  auto raw = plain_trainer.Train(model_, Input(0, 1, plan));
+  ASSERT_TRUE(raw.ok()) << raw.status();
+
+  for (bool accepted : {true, false}) {
+    spec_.mutable_upload()->set_error_feedback(true);
+    ClientStateStore store;
+    LocalTrainer trainer(spec_, {}, &store);
+    auto first = trainer.Train(model_, Input(0, 1, plan));
+    ASSERT_TRUE(first.ok()) << first.status();
+    // The zero-initialised model's first step moves the weight's rows by opposite
+    // amounts ({{a, b}, {-a, -b}}) and the bias not at all (balanced classes): the
+    // weight sends its 2 largest entries as signs and one magnitude, the bias
+    // nothing but a magnitude.
+    const at::Tensor weight = first->delta.tensor(0);
+    EXPECT_EQ(weight.ne(0).sum().item<int64_t>(), 2);
+    EXPECT_EQ(weight.abs().max().item<float>(),
+              weight.abs().masked_select(weight.ne(0)).min().item<float>());
+    EXPECT_TRUE(first->delta.tensor(1).eq(0).all().item<bool>());
+    // Weight: positions (a 4-bit mask, 1 byte) + 2 signs (1 byte) + magnitude (4);
+    // bias: magnitude (4).
+    EXPECT_EQ(first->bytes_sent, (1 + 1 + 4) + 4);
+    accepted ? store.Commit(0) : store.Discard(0);
+    auto second = trainer.Train(model_, Input(0, 2, plan));
+    ASSERT_TRUE(second.ok()) << second.status();
+    // Round 2 trains from the same global model on the same batch, so its raw delta
+    // is round 1's: accepted, it sends raw + residual = 2 raw - first; discarded, it
+    // sends what round 1 sent.
+    for (size_t i = 0; i < first->delta.size(); ++i) {
+      const at::Tensor owed = accepted ? raw->delta.tensor(i) * 2 - first->delta.tensor(i)
+                                       : raw->delta.tensor(i);
+      const at::Tensor expected =
+          EncodeTensor(owed, {CodecConfig::Kind::kSparseTernary, 0.5}).decoded;
+      EXPECT_TRUE(at::allclose(second->delta.tensor(i), expected, 1e-5, 1e-7))
+          << "accepted " << accepted << " tensor " << i;
     }
   }
 }
