@@ -422,6 +422,29 @@ TEST(EndToEndTest, ACompressedUploadStillLearnsAndCountsItsBytes) {
               HasSubstr("client.upload.fraction: must be in (0, 1], got 0"));
 }
 
+TEST(EndToEndTest, StragglersAndDropoutsAreCountedAndIndependentOfWorkers) {
+  const std::string system =
+      "client { system { straggler_fraction: 0.5 inactive_fraction: 0.2 } } "
+      "server { incomplete_updates: SCALE } ";
+  fl::ExperimentResult one = RunSpec(Spec(system + "simulation { workers: 1 }"), "system_w1");
+  fl::ExperimentResult three = RunSpec(Spec(system + "simulation { workers: 3 }"), "system_w3");
+  ASSERT_EQ(one.rows.size(), three.rows.size());
+  int incomplete = 0, dropped = 0;
+  for (size_t r = 0; r < one.rows.size(); ++r) {
+    EXPECT_EQ(one.rows[r].incomplete, three.rows[r].incomplete) << r;
+    EXPECT_EQ(one.rows[r].dropped, three.rows[r].dropped) << r;
+    EXPECT_EQ(one.rows[r].test_accuracy, three.rows[r].test_accuracy) << r;
+    // Every sampled client is accepted, incomplete or not, unless it dropped out.
+    EXPECT_EQ(one.rows[r].clients + one.rows[r].dropped, 10) << r;
+    incomplete += one.rows[r].incomplete;
+    dropped += one.rows[r].dropped;
+  }
+  // 80 client-rounds: about 80 * 0.8 * 0.5 * (1 - 1 / E) incomplete, 80 * 0.2 dropped.
+  EXPECT_GT(incomplete, 15);
+  EXPECT_GT(dropped, 5);
+  EXPECT_GT(one.rows.back().test_accuracy, 0.6);
+}
+
 TEST(ValidationTest, OneShotOptionsAreCheckedWithTheirPaths) {
   auto experiment = fl::BuildExperiment(
       Spec("server { independent_init: true compare { aggregator { name: 'fedavg' } } }"));

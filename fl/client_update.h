@@ -16,8 +16,11 @@ struct ClientUpdate {
   ModelState delta;
   // Size of the data the client trained on (the weight in size-weighted averages).
   int64_t num_examples = 0;
-  // Local optimiser steps actually taken (s_k; fewer than asked for an incomplete client).
+  // Local optimiser steps actually taken (s_k; fewer than asked for an incomplete
+  // client, 0 for one that dropped out of the round and sends nothing else).
   int64_t local_steps = 0;
+  // The steps it was asked for (E); 0 when not recorded.
+  int64_t planned_steps = 0;
   // Method-specific tensors added by client hooks, by name.
   ExtraStates extras;
   // Scalars the client reports, e.g. "train_loss" (mean over its local steps).

@@ -25,6 +25,7 @@
 #include "fl/seeding.h"
 #include "fl/server.h"
 #include "fl/status_macros.h"
+#include "fl/system_model.h"
 #include "fl/thread_budget.h"
 #include "glog/logging.h"
 
@@ -97,7 +98,10 @@ void ValidateCore(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
   if (absl::Status codec = CheckCodec(CodecFromSpec(client.upload())); !codec.ok()) {
     errors.AddStatus("client.upload.", codec);
   }
-  const fedkit::OptimizerSpec& opt = client.optimizer();
+  if (absl::Status system = SystemModel::Check(client.system()); !system.ok()) {
+    errors.AddStatus("", system);
+  }
+    const fedkit::OptimizerSpec& opt = client.optimizer();
   if (!(opt.lr() > 0) || !std::isfinite(opt.lr())) {
     errors.Add("client.optimizer.lr", absl::StrCat("must be > 0, got ", opt.lr()));
   }
@@ -382,6 +386,8 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   ClientStateStore state_store;
   LocalTrainer trainer(spec.client(), experiment.spec_hooks, &state_store,
                        info.train_augmentation);
+  const SystemModel system(spec.client().system(), spec.seed(), spec.server().rounds());
+  if (spec.client().has_system()) trainer.set_system_model(&system);
   std::vector<std::unique_ptr<Client>> clients;
   int64_t federation_examples = 0;
   for (size_t k = 0; k < shares->size(); ++k) {
@@ -409,6 +415,16 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   config.first_eval_round =
       spec.server().has_first_eval_round() ? spec.server().first_eval_round() : 0;
   config.one_shot = spec.server().one_shot();
+  switch (spec.server().incomplete_updates()) {
+    case fedkit::ServerSpec::DROP:
+      config.incomplete = ServerConfig::Incomplete::kDrop;
+      break;
+    case fedkit::ServerSpec::SCALE:
+      config.incomplete = ServerConfig::Incomplete::kScale;
+      break;
+    default:
+      config.incomplete = ServerConfig::Incomplete::kKeep;
+  }
   config.workers = workers;
   config.seed = spec.seed();
   // Only when the server's setting differs; otherwise the one applied above stands.

@@ -25,6 +25,7 @@
 #include "fl/registry.h"
 #include "fl/seeding.h"
 #include "fl/status_macros.h"
+#include "fl/system_model.h"
 
 namespace fl {
 namespace {
@@ -136,6 +137,7 @@ at::Generator SeededGenerator(const at::Device& device, uint64_t seed) {
 absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& spec,
                                             const std::vector<HookRequest>& spec_hooks,
                                             const ImageAugmentation& augmentation,
+                                            const SystemModel* system,
                                             ClientStateStore& state_store, Model& model,
                                             const LocalTrainingInput& input) {
   if (input.start != nullptr) {
@@ -202,8 +204,19 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
   const auto num_examples = static_cast<int64_t>(train_indices.size());
   const int64_t batch_size = std::min<int64_t>(spec.batch_size(), num_examples);
   const int64_t batches_per_epoch = (num_examples + batch_size - 1) / batch_size;
-  const int64_t total_steps =
+  const int64_t planned_steps =
       spec.has_steps() ? spec.steps() : static_cast<int64_t>(spec.epochs()) * batches_per_epoch;
+  const int64_t total_steps =
+      system == nullptr ? planned_steps
+                        : system->CompletedSteps(input.client_id, input.round, planned_steps);
+  if (total_steps == 0) {
+    // Dropped out of the round: nothing trained, nothing sent, no state kept.
+    ClientUpdate dropped;
+    dropped.client_id = input.client_id;
+    dropped.num_examples = num_examples;
+    dropped.planned_steps = planned_steps;
+    return dropped;
+  }
 
   model.train();
   FlatParameters flat(model);
@@ -257,6 +270,7 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
   update.client_id = input.client_id;
   update.num_examples = num_examples;
   update.local_steps = total_steps;
+  update.planned_steps = planned_steps;
   update.delta = ModelState::DifferenceFromModule(model, *input.global);
   update.metrics["train_loss"] = total_steps > 0 ? loss_sum.item<double>() / total_steps : 0.0;
   // Encoded before the hooks' AfterTraining, so that they see the delta as sent.
@@ -318,7 +332,8 @@ absl::StatusOr<ClientUpdate> LocalTrainer::Train(Model& model,
                                                  const LocalTrainingInput& input) const {
   absl::StatusOr<ClientUpdate> update;
   try {
-    update = TrainUnguarded(spec_, spec_hooks_, augmentation_, *state_store_, model, input);
+    update = TrainUnguarded(spec_, spec_hooks_, augmentation_, system_, *state_store_, model,
+                            input);
   } catch (const c10::Error& e) {
     update = absl::InternalError(e.what_without_backtrace());
   }

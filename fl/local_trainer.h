@@ -19,6 +19,7 @@
 namespace fl {
 
 class Model;
+class SystemModel;
 
 struct LocalTrainingInput {
   int64_t client_id = -1;
@@ -52,11 +53,17 @@ class LocalTrainer {
 
   ClientStateStore& state_store() const { return *state_store_; }
 
+  // Simulated system heterogeneity: each client completes only the steps `system`
+  // allows (it must outlive the trainer); a client that completes none returns an
+  // update with local_steps 0 and nothing else. Default: every step.
+  void set_system_model(const SystemModel* system) { system_ = system; }
+
  private:
   fedkit::ClientTrainingSpec spec_;
   std::vector<HookRequest> spec_hooks_;
   ClientStateStore* state_store_;
   ImageAugmentation augmentation_;
+  const SystemModel* system_ = nullptr;
 };
 
 }  // namespace fl

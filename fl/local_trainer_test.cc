@@ -9,6 +9,7 @@
 #include "fl/client_hook.h"
 #include "fl/codec.h"
 #include "fl/model.h"
+#include "fl/system_model.h"
 #include "fl/registry.h"
 #include "fl/spec.pb.h"
 #include "gmock/gmock.h"
@@ -207,6 +208,33 @@ TEST_F(LocalTrainerTest, TheUploadIsEncodedAndItsLossCarriedToTheNextRound) {
           << "accepted " << accepted << " tensor " << i;
     }
   }
+}
+
+TEST_F(LocalTrainerTest, TheSystemModelCutsTheStepsOrDropsTheClient) {
+  fedkit::SystemSpec system_spec;
+  system_spec.set_straggler_fraction(1.0);
+  const SystemModel stragglers(system_spec, 5, 10);
+  LocalTrainer trainer(spec_, {}, &store_);
+  trainer.set_system_model(&stragglers);
+  RoundPlan plan;
+  for (int round = 1; round <= 4; ++round) {
+    auto update = trainer.Train(model_, Input(0, round, plan));
+    ASSERT_TRUE(update.ok()) << update.status();
+    EXPECT_EQ(update->planned_steps, 15);
+    EXPECT_EQ(update->local_steps, stragglers.CompletedSteps(0, round, 15));
+    EXPECT_GE(update->local_steps, 1);
+  }
+  // A client not yet joined completes nothing and sends nothing.
+  system_spec.Clear();
+  system_spec.set_late_join_fraction(1.0);
+  const SystemModel late(system_spec, 5, 10);
+  trainer.set_system_model(&late);
+  auto dropped = trainer.Train(model_, Input(0, 1, plan));
+  ASSERT_TRUE(dropped.ok()) << dropped.status();
+  EXPECT_EQ(dropped->local_steps, 0);
+  EXPECT_EQ(dropped->planned_steps, 15);
+  EXPECT_TRUE(dropped->delta.empty());
+  EXPECT_EQ(dropped->bytes_sent, 0);
 }
 
 TEST_F(LocalTrainerTest, KeptAdamStateCountsItsSteps) {

@@ -91,7 +91,7 @@ absl::Status MetricsSink::AddRow(const MetricsRow& row) {
   return metrics_.Add(
       absl::StrCat(row.round, ",", Number(row.test_accuracy), ",", Number(row.test_loss), ",",
                    Number(row.train_loss), ",", row.clients, ",", row.rejected, ",",
-                   row.bytes_up, ",", row.bytes_down, ",", absl::StrFormat("%.3f", row.seconds)),
+                   row.incomplete, ",", row.dropped, ",", row.bytes_up, ",", row.bytes_down, ",", absl::StrFormat("%.3f", row.seconds)),
       row.diagnostics);
 }
 

@@ -4,7 +4,8 @@
 // Writes an experiment's results to its output folder:
 //   spec.textproto  the resolved spec (after --set overrides), written first
 //   metrics.csv     one row per evaluated round: round, test_accuracy, test_loss,
-//                   train_loss, clients, rejected, bytes_up, bytes_down, seconds,
+//                   train_loss, clients, rejected, incomplete, dropped, bytes_up,
+//                   bytes_down, seconds,
 //                   then any aggregator diagnostics (sorted by name)
 //   summary.json    final and best test accuracy, mean over the last 10 evaluated
 //                   rounds, wall seconds, rounds, the process's peak RSS, and the
@@ -59,9 +60,13 @@ struct MetricsRow {
   double test_accuracy = 0.0;
   double test_loss = 0.0;
   double train_loss = 0.0;
-  // Updates accepted and rejected in the rounds since the previous row.
+  // Updates accepted and rejected in the rounds since the previous row; of the
+  // cohort, those that completed fewer local steps than planned (accepted or left
+  // out) and those that dropped out (completed none, sent nothing).
   int clients = 0;
   int rejected = 0;
+  int incomplete = 0;
+  int dropped = 0;
   int64_t bytes_up = 0;
   int64_t bytes_down = 0;
   double seconds = 0.0;
@@ -91,8 +96,8 @@ class MetricsSink {
   explicit MetricsSink(std::string dir)
       : dir_(dir),
         metrics_(dir + "/metrics.csv",
-                 "round,test_accuracy,test_loss,train_loss,clients,rejected,bytes_up,"
-                 "bytes_down,seconds"),
+                 "round,test_accuracy,test_loss,train_loss,clients,rejected,incomplete,dropped,"
+                 "bytes_up,bytes_down,seconds"),
         diagnostics_(dir + "/diagnostics.csv", "round") {}
 
   std::string dir_;

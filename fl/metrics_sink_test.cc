@@ -22,7 +22,8 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 constexpr char kHeader[] =
-    "round,test_accuracy,test_loss,train_loss,clients,rejected,bytes_up,bytes_down,seconds";
+    "round,test_accuracy,test_loss,train_loss,clients,rejected,incomplete,dropped,bytes_up,"
+    "bytes_down,seconds";
 
 // A fresh directory path (not created) under the test's temporary directory.
 std::string OutputDir(const std::string& name) {
@@ -134,13 +135,15 @@ TEST(MetricsSinkTest, OneRowWithoutDiagnostics) {
   row.train_loss = 123456789.0;  // %.6g -> 1.23457e+08
   row.clients = 10;
   row.rejected = 2;
+  row.incomplete = 4;
+  row.dropped = 1;
   row.bytes_up = 123456789012;  // integers are printed whole
   row.bytes_down = 42;
   row.seconds = 2.0 / 3.0;  // %.3f -> 0.667
   ASSERT_TRUE(sink->AddRow(row).ok());
   EXPECT_EQ(ReadFile(dir + "/metrics.csv"),
             std::string(kHeader) + "\n" +
-                "3,0.8125,0.333333,1.23457e+08,10,2,123456789012,42,0.667\n");
+                "3,0.8125,0.333333,1.23457e+08,10,2,4,1,123456789012,42,0.667\n");
   EXPECT_EQ(sink->rows().size(), 1);
 }
 
@@ -162,7 +165,7 @@ TEST(MetricsSinkTest, DiagnosticColumnsAreSortedAndBackfilled) {
   first.diagnostics = {{"zeta", 0.125}};
   ASSERT_TRUE(sink->AddRow(first).ok());
   EXPECT_EQ(ReadFile(dir + "/metrics.csv"),
-            std::string(kHeader) + ",zeta\n" + "1,0.5,1.25,2,10,0,1000,2000,1.500,0.125\n");
+            std::string(kHeader) + ",zeta\n" + "1,0.5,1.25,2,10,0,0,0,1000,2000,1.500,0.125\n");
 
   MetricsRow second;
   second.round = 2;
@@ -178,8 +181,8 @@ TEST(MetricsSinkTest, DiagnosticColumnsAreSortedAndBackfilled) {
   ASSERT_TRUE(sink->AddRow(second).ok());
   EXPECT_EQ(ReadFile(dir + "/metrics.csv"),
             std::string(kHeader) + ",alpha,mid,zeta\n" +
-                "1,0.5,1.25,2,10,0,1000,2000,1.500,,,0.125\n" +
-                "2,0.75,0.5,1,9,1,3000,4000,3.250,2,-1e-07,0.25\n");
+                "1,0.5,1.25,2,10,0,0,0,1000,2000,1.500,,,0.125\n" +
+                "2,0.75,0.5,1,9,1,0,0,3000,4000,3.250,2,-1e-07,0.25\n");
 
   // A row without any diagnostics leaves all their cells empty.
   MetricsRow third;
@@ -188,9 +191,9 @@ TEST(MetricsSinkTest, DiagnosticColumnsAreSortedAndBackfilled) {
   ASSERT_TRUE(sink->AddRow(third).ok());
   EXPECT_EQ(ReadFile(dir + "/metrics.csv"),
             std::string(kHeader) + ",alpha,mid,zeta\n" +
-                "1,0.5,1.25,2,10,0,1000,2000,1.500,,,0.125\n" +
-                "2,0.75,0.5,1,9,1,3000,4000,3.250,2,-1e-07,0.25\n" +
-                "3,0,0,0,0,0,0,0,4.000,,,\n");
+                "1,0.5,1.25,2,10,0,0,0,1000,2000,1.500,,,0.125\n" +
+                "2,0.75,0.5,1,9,1,0,0,3000,4000,3.250,2,-1e-07,0.25\n" +
+                "3,0,0,0,0,0,0,0,0,0,4.000,,,\n");
   EXPECT_EQ(sink->rows().size(), 3);
 }
 

@@ -22,6 +22,7 @@ enum class SeedStream : uint64_t {
   kProxySplit = 7,
   kModelNoise = 8,
   kAugmentation = 9,
+  kSystem = 10,
 };
 
 // SplitMix64 finaliser over the seed, the stream and each extra value in turn.

@@ -111,9 +111,27 @@ absl::StatusOr<Server::RoundOutcome> Server::RunRound(int round, ModelState& glo
     outcome.bytes_down += bytes_down_each;
     Client& client = *clients_[cohort[i]];
     absl::Status status = update.status();
+    if (status.ok() && update->planned_steps > 0 && update->local_steps == 0) {
+      ++outcome.dropped;
+      client.Acknowledge(false);
+      continue;
+    }
     if (status.ok()) {
       outcome.bytes_up += update->bytes_sent;
       status = CheckUpdate(global, *update);
+    }
+    if (status.ok() && update->local_steps < update->planned_steps) {
+      ++outcome.incomplete;
+      if (config_.incomplete == ServerConfig::Incomplete::kDrop) {
+        client.Acknowledge(false);
+        continue;
+      }
+      if (config_.incomplete == ServerConfig::Incomplete::kScale) {
+        // EFL's p_k = E p^k / s_k, for any aggregator: the parameters' step scaled.
+        const double scale = static_cast<double>(update->planned_steps) / update->local_steps;
+        // Parameters times scale (in place: + (scale - 1) x itself); buffers as they are.
+        update->delta.Axpy(scale - 1.0, 0.0, ModelState(update->delta));
+      }
     }
     if (status.ok()) {
       const double loss = update->metrics.count("train_loss") ? update->metrics["train_loss"] : 0.0;
@@ -139,6 +157,13 @@ absl::StatusOr<Server::RoundOutcome> Server::RunRound(int round, ModelState& glo
   EnterPhase(RoundPhase::kServer);
 
   if (outcome.accepted == 0) {
+    if (first_error.ok()) {
+      // Every client dropped out or was left out as incomplete: the model stays.
+      LOG(WARNING) << "round " << round << ": no update to aggregate (" << outcome.dropped
+                   << " dropped out, " << outcome.incomplete << " incomplete); the model is kept";
+      outcome.train_loss = 0.0;
+      return outcome;
+    }
     return absl::Status(first_error.code(),
                         absl::StrCat("round ", round, ": every update was rejected; first: ",
                                      first_error.message()));
@@ -166,6 +191,8 @@ absl::StatusOr<ModelState> Server::Run(ModelState initial) {
     // Counted every round, reported (and reset) with the next row.
     row.clients += outcome.accepted;
     row.rejected += outcome.rejected;
+    row.incomplete += outcome.incomplete;
+    row.dropped += outcome.dropped;
     FL_RETURN_IF_ERROR(sink_->AddDiagnostics(round, context_.diagnostics));
     const int first = config_.first_eval_round > 0 ? config_.first_eval_round : config_.eval_every;
     const bool scheduled = round >= first && (round - first) % config_.eval_every == 0;
@@ -192,6 +219,8 @@ absl::StatusOr<ModelState> Server::Run(ModelState initial) {
     FL_RETURN_IF_ERROR(sink_->AddRow(row));
     row.clients = 0;
     row.rejected = 0;
+    row.incomplete = 0;
+    row.dropped = 0;
     const double eta = row.seconds / round * (config_.rounds - round);
     std::printf("round %d/%d  test_acc %.4f  test_loss %.4f  train_loss %.4f  elapsed %s  eta %s\n",
                 round, config_.rounds, eval.accuracy, eval.loss, outcome.train_loss,

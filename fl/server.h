@@ -34,6 +34,9 @@ struct ServerConfig {
   // The first round evaluated (then every eval_every); 0: eval_every.
   int first_eval_round = 0;
   bool one_shot = false;
+  // What happens to an update with fewer local steps than planned.
+  enum class Incomplete { kKeep, kDrop, kScale };
+  Incomplete incomplete = Incomplete::kKeep;
   int workers = 1;
   uint64_t seed = 0;
   // Called as each phase starts, so that the server can have the cores the idle
@@ -69,6 +72,8 @@ class Server {
     double train_loss = 0.0;
     int accepted = 0;
     int rejected = 0;
+    int incomplete = 0;  // accepted or not
+    int dropped = 0;     // completed no step: nothing sent
     int64_t bytes_up = 0;
     int64_t bytes_down = 0;
     int64_t local_steps = 0;

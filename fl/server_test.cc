@@ -5,6 +5,9 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -28,7 +31,12 @@ class FakeClient : public Client {
     update.client_id = id_;
     update.delta = ModelState({{"w", at::full({2}, value_), false}});
     update.num_examples = n_;
-    update.local_steps = 5;
+    update.local_steps = steps;
+    update.planned_steps = 5;
+    if (steps == 0) {  // dropped out: nothing but the step counts
+      update.delta = ModelState();
+      return update;
+    }
     update.metrics["train_loss"] = value_;
     update.bytes_sent = 8;
     if (broken_shape) update.delta = ModelState({{"w", at::zeros({3}), false}});
@@ -40,6 +48,7 @@ class FakeClient : public Client {
   int rejected_acks = 0;
   bool fail = false;
   bool broken_shape = false;
+  int64_t steps = 5;  // of 5 planned
 
  private:
   int64_t id_;
@@ -249,6 +258,60 @@ TEST_F(ServerTest, OneShotTrainsEveryClientOnce) {
   Server server(config, &aggregator, std::move(clients), ServerContext(), Evaluate, sink.get());
   ASSERT_TRUE(server.Run(Zero()).ok());
   for (FakeClient* c : raw) EXPECT_EQ(c->calls, 1);
+}
+
+}  // namespace
+}  // namespace fl
+
+namespace fl {
+namespace {
+
+// Client 0 complete, client 1 did 2 of 5 steps, client 2 dropped out; deltas 1, 2, 3.
+struct IncompleteRound {
+  ModelState next;
+  MetricsRow row;
+};
+
+IncompleteRound RunIncomplete(ServerConfig::Incomplete convention, const std::string& name) {
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int k = 0; k < 3; ++k) {
+    auto client = std::make_unique<FakeClient>(k, k + 1.0f, 10);
+    client->steps = k == 0 ? 5 : (k == 1 ? 2 : 0);
+    clients.push_back(std::move(client));
+  }
+  SumAggregator aggregator;
+  auto sink = MetricsSink::Open(std::string(getenv("TEST_TMPDIR")) + "/" + name,
+                                fedkit::ExperimentSpec());
+  EXPECT_TRUE(sink.ok());
+  ServerConfig config{.rounds = 1, .clients_per_round = 3};
+  config.incomplete = convention;
+  Server server(config, &aggregator, std::move(clients), ServerContext(),
+                [](const ModelState& state) -> absl::StatusOr<Evaluation> {
+                  return Evaluation{0.5, 0.5, 10};
+                },
+                sink->get());
+  auto next = server.Run(ModelState({{"w", at::zeros({2}), false}}));
+  EXPECT_TRUE(next.ok()) << next.status();
+  IncompleteRound result;
+  result.next = *next;
+  result.row = (*sink)->rows().back();
+  return result;
+}
+
+TEST(ServerIncompleteTest, KeepDropAndScaleAnIncompleteUpdateAndCountTheDropout) {
+  // KEEP: 1 + 2; DROP: 1; SCALE: 1 + 2 * 5 / 2. The dropout (client 2) never counts.
+  const std::vector<std::tuple<ServerConfig::Incomplete, float, int>> cases = {
+      {ServerConfig::Incomplete::kKeep, 3.0f, 2},
+      {ServerConfig::Incomplete::kDrop, 1.0f, 1},
+      {ServerConfig::Incomplete::kScale, 6.0f, 2}};
+  for (const auto& [convention, expected, accepted] : cases) {
+    IncompleteRound round = RunIncomplete(convention, absl::StrCat("incomplete_", expected));
+    EXPECT_TRUE(round.next.tensor(0).equal(at::full({2}, expected))) << expected;
+    EXPECT_EQ(round.row.clients, accepted) << expected;
+    EXPECT_EQ(round.row.incomplete, 1) << expected;
+    EXPECT_EQ(round.row.dropped, 1) << expected;
+    EXPECT_EQ(round.row.rejected, 0) << expected;
+  }
 }
 
 }  // namespace

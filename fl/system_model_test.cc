@@ -1,0 +1,95 @@
+#include "fl/system_model.h"
+
+#include <cmath>
+#include <set>
+
+#include "gtest/gtest.h"
+
+namespace fl {
+namespace {
+
+TEST(SystemModelTest, EveryoneCompletesByDefault) {
+  const SystemModel model(fedkit::SystemSpec(), 1, 10);
+  for (int64_t k = 0; k < 50; ++k) EXPECT_EQ(model.CompletedSteps(k, 3, 25), 25);
+}
+
+TEST(SystemModelTest, StragglersCompleteAUniformShareAtTheirRate) {
+  fedkit::SystemSpec spec;
+  spec.set_straggler_fraction(0.3);
+  const SystemModel model(spec, 7, 100);
+  int incomplete = 0;
+  std::set<int64_t> seen;
+  const int draws = 20000;
+  for (int k = 0; k < draws; ++k) {
+    const int64_t s = model.CompletedSteps(k % 200, 1 + k / 200, 4);
+    ASSERT_GE(s, 1);
+    ASSERT_LE(s, 4);
+    seen.insert(s);
+    incomplete += s < 4;
+  }
+  // A straggler completes 1, 2 or 3 of 4 steps with probability 3/4: 0.3 * 0.75.
+  EXPECT_NEAR(incomplete / double(draws), 0.225, 0.01);
+  EXPECT_EQ(seen, (std::set<int64_t>{1, 2, 3, 4}));
+}
+
+TEST(SystemModelTest, DrawsDependOnlyOnSeedClientAndRound) {
+  fedkit::SystemSpec spec;
+  spec.set_straggler_fraction(0.5);
+  spec.set_inactive_fraction(0.2);
+  const SystemModel a(spec, 3, 20), b(spec, 3, 20), other(spec, 4, 20);
+  int differ = 0;
+  for (int64_t k = 0; k < 100; ++k) {
+    EXPECT_EQ(a.CompletedSteps(k, 5, 10), b.CompletedSteps(k, 5, 10));
+    // Asking in another order changes nothing.
+    EXPECT_EQ(a.CompletedSteps(99 - k, 6, 10), b.CompletedSteps(99 - k, 6, 10));
+    differ += a.CompletedSteps(k, 5, 10) != other.CompletedSteps(k, 5, 10);
+  }
+  EXPECT_GT(differ, 20);
+}
+
+TEST(SystemModelTest, ASpeedProfileWithADeadlineCapsEachClientTheSameEveryRound) {
+  fedkit::SystemSpec spec;
+  spec.set_speed_sigma(1.0);
+  spec.set_deadline(1.0);
+  const SystemModel model(spec, 2, 10);
+  int capped = 0, missed = 0;
+  for (int64_t k = 0; k < 1000; ++k) {
+    const int64_t s = model.CompletedSteps(k, 1, 10);
+    EXPECT_EQ(model.CompletedSteps(k, 7, 10), s) << k;
+    capped += s < 10;
+    missed += s == 0;
+  }
+  // Half the clients (speed below the median 1) miss the deadline for some steps;
+  // speed < 0.1 (about 1 %) completes none.
+  EXPECT_NEAR(capped / 1000.0, 0.5, 0.05);
+  EXPECT_NEAR(missed / 1000.0, 0.011, 0.01);
+}
+
+TEST(SystemModelTest, LateJoinersAndEarlyLeaversAreAbsentOutsideTheirWindow) {
+  fedkit::SystemSpec spec;
+  spec.set_late_join_fraction(1.0);
+  const SystemModel late(spec, 5, 10);
+  for (int64_t k = 0; k < 20; ++k) {
+    EXPECT_EQ(late.CompletedSteps(k, 1, 3), 0) << k;   // nobody joins before round 2
+    EXPECT_EQ(late.CompletedSteps(k, 10, 3), 3) << k;  // everybody is there by round 10
+  }
+  spec.Clear();
+  spec.set_early_leave_fraction(1.0);
+  const SystemModel early(spec, 5, 10);
+  for (int64_t k = 0; k < 20; ++k) {
+    EXPECT_EQ(early.CompletedSteps(k, 1, 3), 3) << k;
+    EXPECT_EQ(early.CompletedSteps(k, 10, 3), 0) << k;
+  }
+}
+
+TEST(SystemModelTest, ChecksItsFieldsWithTheirPaths) {
+  fedkit::SystemSpec spec;
+  spec.set_inactive_fraction(1.0);
+  spec.set_speed_sigma(0.5);
+  EXPECT_EQ(SystemModel::Check(spec).message(),
+            "client.system.inactive_fraction: must be in [0, 1), got 1\n"
+            "client.system.deadline: must be > 0 with speed_sigma, got 0");
+}
+
+}  // namespace
+}  // namespace fl
