@@ -30,6 +30,7 @@ TEST(RegistryGoldenTest, Models) {
 
 TEST(RegistryGoldenTest, Aggregators) {
   EXPECT_THAT(fl::Registry<fl::Aggregator>::Global().Names(), ElementsAre(
+                                                                  "efl",
                                                                   "elastic",
                                                                   "ensemble",
                                                                   "fedadagrad",
@@ -51,6 +52,7 @@ TEST(RegistryGoldenTest, Aggregators) {
 TEST(RegistryGoldenTest, ClientHooks) {
   EXPECT_THAT(fl::Registry<fl::ClientHook>::Global().Names(), ElementsAre(
                                                                   "class_counts",
+                                                                  "efl",
                                                                   "elastic",
                                                                   "fedexp",
                                                                   "fedprox",

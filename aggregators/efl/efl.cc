@@ -1,0 +1,255 @@
+// EFL (Ma et al., "Towards Heterogeneous Clients with Elastic Federated Learning",
+// arXiv 2106.09433, Algorithm 1), server half. No public code exists; docs/efl.md
+// says which choices the paper leaves open and which option follows which reading.
+//
+// Each round the server broadcasts the sums U = sum_j u_j and V = sum_j v_j of the
+// clients' Fisher diagonals u_j = I_j and v_j = I_j (.) w_j (over the previous
+// round's participants, the paper's form, or over the latest of every client seen,
+// FedCurv's: client.curvature), and every client minimises its loss plus EFL's
+// elastic term through them (the "efl" hook, efl_hook.cc). The server step is
+//   w <- w + sum_k p_k Delta_k,   p_k = n_k / n over the round's participants,
+// FedAvg's. The rest of EFL is the simulator's, for any method:
+//   - incomplete clients with EFL's weight p_k = E p^k / s_k: client.system and
+//     server { incomplete_updates: SCALE };
+//   - compression with error feedback: client.upload (sparse ternary ST_q).
+// Diagnostic: max_u, the largest entry of the U the next round broadcasts (the
+// client clips U where lr * lambda * U would reach 2).
+//
+//   aggregator {
+//     name: "efl"
+//     options { [type.googleapis.com/fedkit.aggregators.EflOptions] { client { lambda: 0.1 } } }
+//   }
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "aggregators/common/mean_delta_aggregator.h"
+#include "aggregators/efl/efl_options.pb.h"
+#include "aggregators/efl/efl_settings.h"
+#include "fl/aggregator.h"
+#include "fl/registry.h"
+#include "fl/status_macros.h"
+
+namespace aggregators {
+namespace {
+
+using TensorsByName = std::map<std::string, at::Tensor>;
+
+// SaveState keys: "U/<parameter>", "V/<parameter>", and with LATEST_PER_CLIENT
+// "client/<id>/u/<parameter>", "client/<id>/v/<parameter>".
+constexpr char kU[] = "U/";
+constexpr char kV[] = "V/";
+constexpr char kClient[] = "client/";
+
+class Efl : public MeanDeltaAggregator {
+ public:
+  Efl(fedkit::aggregators::EflOptions options, EflSettings settings)
+      : MeanDeltaAggregator(1.0), options_(std::move(options)), settings_(settings) {}
+
+  fl::AggregatorProperties properties() const override {
+    fl::AggregatorProperties properties = MeanDeltaAggregator::properties();
+    properties.client_hooks = {"efl"};
+    return properties;
+  }
+
+  absl::StatusOr<fl::RoundPlan> Configure(const fl::ModelState& global,
+                                          fl::ServerContext&) override {
+    names_.clear();
+    shapes_.clear();
+    for (const auto& e : global.entries()) {
+      if (e.is_buffer) continue;
+      names_.push_back(e.name);
+      shapes_[e.name] = e.tensor.sizes().vec();
+    }
+    // Restored state must fit this model.
+    FL_RETURN_IF_ERROR(CheckFits(u_, "U"));
+    FL_RETURN_IF_ERROR(CheckFits(v_, "V"));
+    for (const auto& [client, uv] : latest_) {
+      FL_RETURN_IF_ERROR(CheckFits(uv.first, absl::StrCat("client ", client, "'s u")));
+      FL_RETURN_IF_ERROR(CheckFits(uv.second, absl::StrCat("client ", client, "'s v")));
+    }
+    round_u_.clear();
+    round_v_.clear();
+    fl::RoundPlan plan;
+    google::protobuf::Any options;
+    options.PackFrom(options_.client());
+    plan.hooks.push_back({"efl", options});
+    if (!u_.empty()) {
+      FL_ASSIGN_OR_RETURN(plan.broadcast[kEflU], Ordered(u_));
+      FL_ASSIGN_OR_RETURN(plan.broadcast[kEflV], Ordered(v_));
+    }
+    return plan;
+  }
+
+  absl::Status Accumulate(fl::ClientUpdate update, fl::ServerContext& context) override {
+    FL_ASSIGN_OR_RETURN(TensorsByName u, Extra(update, kEflU));
+    FL_ASSIGN_OR_RETURN(TensorsByName v, Extra(update, kEflV));
+    const int64_t client = update.client_id;
+    FL_RETURN_IF_ERROR(MeanDeltaAggregator::Accumulate(std::move(update), context));
+    if (settings_.sums_latest_per_client) {
+      latest_[client] = {std::move(u), std::move(v)};
+    } else {
+      AddTo(round_u_, u);
+      AddTo(round_v_, v);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<fl::ModelState> Finalize(const fl::ModelState& global,
+                                          fl::ServerContext& context) override {
+    FL_ASSIGN_OR_RETURN(fl::ModelState next, MeanDeltaAggregator::Finalize(global, context));
+    if (settings_.sums_latest_per_client) {
+      u_.clear();
+      v_.clear();
+      for (const auto& [client, uv] : latest_) {
+        AddTo(u_, uv.first);
+        AddTo(v_, uv.second);
+      }
+    } else {
+      u_ = std::move(round_u_);
+      v_ = std::move(round_v_);
+      round_u_.clear();
+      round_v_.clear();
+    }
+    double max_u = 0.0;
+    for (const auto& [name, t] : u_) max_u = std::max(max_u, t.max().item<double>());
+    context.diagnostics["max_u"] = max_u;
+    return next;
+  }
+
+  std::map<std::string, at::Tensor> SaveState() const override {
+    std::map<std::string, at::Tensor> state;
+    for (const auto& [name, t] : u_) state[kU + name] = t.clone();
+    for (const auto& [name, t] : v_) state[kV + name] = t.clone();
+    for (const auto& [client, uv] : latest_) {
+      for (const auto& [name, t] : uv.first) state[absl::StrCat(kClient, client, "/u/", name)] = t.clone();
+      for (const auto& [name, t] : uv.second) state[absl::StrCat(kClient, client, "/v/", name)] = t.clone();
+    }
+    return state;
+  }
+
+  absl::Status RestoreState(const std::map<std::string, at::Tensor>& state) override {
+    TensorsByName u, v;
+    std::map<int64_t, std::pair<TensorsByName, TensorsByName>> latest;
+    for (const auto& [key, tensor] : state) {
+      if (!tensor.defined() || !at::isFloatingType(tensor.scalar_type())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("state: \"", key, "\" is not a floating-point tensor"));
+      }
+      const at::Tensor copy = tensor.detach().clone();
+      if (absl::StartsWith(key, kU) && key.size() > 2) {
+        u[key.substr(2)] = copy;
+      } else if (absl::StartsWith(key, kV) && key.size() > 2) {
+        v[key.substr(2)] = copy;
+      } else if (absl::StartsWith(key, kClient)) {
+        const std::vector<std::string> parts = absl::StrSplit(key, absl::MaxSplits('/', 3));
+        int64_t client = 0;
+        if (parts.size() != 4 || !absl::SimpleAtoi(parts[1], &client) ||
+            (parts[2] != "u" && parts[2] != "v")) {
+          return absl::InvalidArgumentError(absl::StrCat("state: unexpected key \"", key, "\""));
+        }
+        auto& uv = latest[client];
+        (parts[2] == "u" ? uv.first : uv.second)[parts[3]] = copy;
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "state: unexpected key \"", key, "\"; EFL keeps \"U/\", \"V/\" and \"client/\" keys"));
+      }
+    }
+    u_ = std::move(u);
+    v_ = std::move(v);
+    latest_ = std::move(latest);
+    return absl::OkStatus();
+  }
+
+ private:
+  // The update's extra `name` by parameter name, checked against the model's.
+  absl::StatusOr<TensorsByName> Extra(const fl::ClientUpdate& update, const char* name) const {
+    auto it = update.extras.find(name);
+    if (it == update.extras.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the update lacks the extra \"", name, "\" (the efl client hook's Fisher terms)"));
+    }
+    if (it->second.size() != names_.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("the extra \"", name, "\" has ",
+                                                     it->second.size(), " tensors, the model ",
+                                                     names_.size(), " parameters"));
+    }
+    TensorsByName tensors;
+    size_t i = 0;
+    for (const auto& e : it->second.entries()) {
+      if (e.name != names_[i++]) {
+        return absl::InvalidArgumentError(absl::StrCat("the extra \"", name, "\" has \"", e.name,
+                                                       "\" where the model has \"",
+                                                       names_[i - 1], "\""));
+      }
+      tensors[e.name] = e.tensor;
+    }
+    return tensors;
+  }
+
+  // Every tensor of `tensors` is one of the model's parameters, of its shape.
+  absl::Status CheckFits(const TensorsByName& tensors, const std::string& what) const {
+    for (const auto& [name, t] : tensors) {
+      auto it = shapes_.find(name);
+      if (it == shapes_.end() || t.sizes().vec() != it->second) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "EFL's ", what, " has \"", name, "\" of shape ", c10::str(t.sizes()),
+            ", which is not a parameter of this model"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  static void AddTo(TensorsByName& sum, const TensorsByName& x) {
+    for (const auto& [name, t] : x) {
+      auto it = sum.find(name);
+      if (it == sum.end()) {
+        sum[name] = t.clone();
+      } else {
+        it->second.add_(t);
+      }
+    }
+  }
+
+  // `tensors` in the model's parameter order.
+  absl::StatusOr<fl::ModelState> Ordered(const TensorsByName& tensors) const {
+    std::vector<fl::ModelState::Entry> entries;
+    for (const std::string& name : names_) {
+      auto it = tensors.find(name);
+      if (it == tensors.end()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("EFL's sums have no \"", name, "\" (restored from another model?)"));
+      }
+      entries.push_back({name, it->second, false});
+    }
+    return fl::ModelState(std::move(entries));
+  }
+
+  const fedkit::aggregators::EflOptions options_;
+  const EflSettings settings_;
+  std::vector<std::string> names_;     // the model's parameters, in order
+  std::map<std::string, std::vector<int64_t>> shapes_;  // and their shapes
+  TensorsByName u_, v_;                // what the next round broadcasts
+  TensorsByName round_u_, round_v_;    // this round's participants' sums
+  std::map<int64_t, std::pair<TensorsByName, TensorsByName>> latest_;  // client -> (u, v)
+};
+
+absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateEfl(
+    const fedkit::aggregators::EflOptions& options, const fl::Aggregator::CreateArgs&) {
+  FL_ASSIGN_OR_RETURN(EflSettings settings, ResolveEflHook(options.client(), "options.client"));
+  return std::make_unique<Efl>(options, settings);
+}
+
+FL_REGISTER_PLUGIN(fl::Aggregator, "efl", fedkit::aggregators::EflOptions, CreateEfl);
+
+}  // namespace
+}  // namespace aggregators
