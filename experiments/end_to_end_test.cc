@@ -406,7 +406,7 @@ TEST(EndToEndTest, MaEchoAggregatesEveryRoundOfMultiRoundFl) {
   EXPECT_GT(result.rows.back().test_accuracy, 0.5);
 }
 
-TEST(EndToEndTest, ACompressedUploadStillLearnsAndCountsItsBytes) {
+TEST(EndToEndTest, CompressedUploadsAndDownloadsStillLearnAndCountTheirBytes) {
   fl::ExperimentResult plain = RunSpec(Spec(), "upload_plain");
   fl::ExperimentResult compressed = RunSpec(
       Spec("client { upload { kind: SPARSE_TERNARY fraction: 0.05 error_feedback: true } }"),
@@ -417,9 +417,19 @@ TEST(EndToEndTest, ACompressedUploadStillLearnsAndCountsItsBytes) {
   EXPECT_LT(compressed.rows.back().bytes_up * 10, plain.rows.back().bytes_up);
   EXPECT_EQ(compressed.rows.back().bytes_down, plain.rows.back().bytes_down);
   EXPECT_GT(compressed.rows.back().test_accuracy, 0.6);
-  auto bad = fl::BuildExperiment(Spec("client { upload { kind: TOP_K } }"));
+  // Both ways: the download too, 10% of each tensor with error feedback.
+  fl::ExperimentResult both = RunSpec(
+      Spec("client { upload { kind: SPARSE_TERNARY fraction: 0.05 error_feedback: true } } "
+           "server { download { kind: SPARSE_TERNARY fraction: 0.1 error_feedback: true } }"),
+      "both_ways");
+  EXPECT_LT(both.rows.back().bytes_down * 5, plain.rows.back().bytes_down);
+  EXPECT_GT(both.rows.back().test_accuracy, 0.5);
+  auto bad = fl::BuildExperiment(
+      Spec("client { upload { kind: TOP_K } } server { download { kind: TOP_K fraction: 2 } }"));
   EXPECT_THAT(std::string(bad.status().message()),
               HasSubstr("client.upload.fraction: must be in (0, 1], got 0"));
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr("server.download.fraction: must be in (0, 1], got 2"));
 }
 
 TEST(EndToEndTest, StragglersAndDropoutsAreCountedAndIndependentOfWorkers) {

@@ -139,6 +139,9 @@ void ValidateCore(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
   if (!server.one_shot() && server.compare_size() > 0) {
     errors.Add("server.compare", "applies to one-shot runs only (server.one_shot)");
   }
+  if (absl::Status codec = CheckCodec(CodecFromSpec(server.download())); !codec.ok()) {
+    errors.AddStatus("server.download.", codec);
+  }
   if (server.has_eval_every() && server.eval_every() < 1) {
     errors.Add("server.eval_every", absl::StrCat("must be >= 1, got ", server.eval_every()));
   }
@@ -415,6 +418,8 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   config.first_eval_round =
       spec.server().has_first_eval_round() ? spec.server().first_eval_round() : 0;
   config.one_shot = spec.server().one_shot();
+  config.download = CodecFromSpec(spec.server().download());
+  config.download_error_feedback = spec.server().download().error_feedback();
   switch (spec.server().incomplete_updates()) {
     case fedkit::ServerSpec::DROP:
       config.incomplete = ServerConfig::Incomplete::kDrop;

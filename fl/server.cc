@@ -72,6 +72,8 @@ absl::StatusOr<Server::RoundOutcome> Server::RunRound(int round, ModelState& glo
   FL_ASSIGN_OR_RETURN(RoundPlan plan, aggregator_->Configure(global, context_));
   EnterPhase(RoundPhase::kClients);
 
+  // What the clients start from: the server's model, or their copy of it.
+  const ModelState& start = lossy_download() ? *clients_copy_ : global;
   // With several workers, they fill the slots in any order and this thread consumes
   // them in cohort order. With one, this thread trains each client itself: no
   // thread (and no OpenMP team for a new thread) is created per round.
@@ -81,7 +83,7 @@ absl::StatusOr<Server::RoundOutcome> Server::RunRound(int round, ModelState& glo
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next++; i < cohort.size(); i = next++) {
-      absl::StatusOr<ClientUpdate> update = clients_[cohort[i]]->Train(global, plan, round);
+      absl::StatusOr<ClientUpdate> update = clients_[cohort[i]]->Train(start, plan, round);
       absl::MutexLock lock(&mutex);
       slots[i] = std::move(update);
     }
@@ -92,14 +94,15 @@ absl::StatusOr<Server::RoundOutcome> Server::RunRound(int round, ModelState& glo
   }
 
   RoundOutcome outcome;
-  const int64_t bytes_down_each = global.NumBytes() + NumBytes(plan.broadcast);
+  const int64_t bytes_down_each =
+      (lossy_download() ? download_bytes_ : global.NumBytes()) + NumBytes(plan.broadcast);
   double loss_weighted = 0.0;
   int64_t examples = 0;
   absl::Status first_error;
   for (size_t i = 0; i < cohort.size(); ++i) {
     absl::StatusOr<ClientUpdate> update;
     if (num_workers == 1) {
-      update = clients_[cohort[i]]->Train(global, plan, round);
+      update = clients_[cohort[i]]->Train(start, plan, round);
     } else {
       absl::MutexLock lock(&mutex);
       mutex.Await(absl::Condition(
@@ -168,7 +171,9 @@ absl::StatusOr<Server::RoundOutcome> Server::RunRound(int round, ModelState& glo
                         absl::StrCat("round ", round, ": every update was rejected; first: ",
                                      first_error.message()));
   }
-  FL_ASSIGN_OR_RETURN(global, aggregator_->Finalize(global, context_));
+  FL_ASSIGN_OR_RETURN(ModelState aggregated, aggregator_->Finalize(global, context_));
+  if (lossy_download()) Broadcast(global, aggregated);
+  global = std::move(aggregated);
   if (!global.AllFinite()) {
     return absl::InternalError(absl::StrCat("round ", round, ": the aggregated model is not finite"));
   }
@@ -176,8 +181,23 @@ absl::StatusOr<Server::RoundOutcome> Server::RunRound(int round, ModelState& glo
   return outcome;
 }
 
+void Server::Broadcast(const ModelState& previous, const ModelState& next) {
+  // With error feedback, everything the copy lacks; without, this round's change
+  // only (what encoding drops is lost).
+  const ModelState message = ModelState::Difference(
+      next, config_.download_error_feedback ? *clients_copy_ : previous);
+  EncodedState encoded = Encode(message, config_.download);
+  clients_copy_ = ModelState::Sum(*clients_copy_, 1.0, 1.0, encoded.decoded);
+  download_bytes_ = encoded.bytes;
+}
+
 absl::StatusOr<ModelState> Server::Run(ModelState initial) {
   ModelState global = std::move(initial);
+  if (lossy_download()) {
+    // Every client starts from the initial model, sent whole in round 1.
+    clients_copy_ = global.Clone();
+    download_bytes_ = global.NumBytes();
+  }
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -205,9 +225,11 @@ absl::StatusOr<ModelState> Server::Run(ModelState initial) {
             "the aggregator returned a predictor, and this server cannot evaluate one");
       }
       evaluated = evaluate_predictor_(context_.evaluation_predictor);
+    } else if (context_.evaluation_model.has_value()) {
+      evaluated = evaluate_(*context_.evaluation_model);
     } else {
-      evaluated = evaluate_(context_.evaluation_model.has_value() ? *context_.evaluation_model
-                                                                  : global);
+      // With a lossy download the model in use is the clients' copy.
+      evaluated = evaluate_(lossy_download() ? *clients_copy_ : global);
     }
     FL_ASSIGN_OR_RETURN(Evaluation eval, std::move(evaluated));
     row.round = round;
@@ -228,7 +250,7 @@ absl::StatusOr<ModelState> Server::Run(ModelState initial) {
     std::fflush(stdout);
   }
   FL_RETURN_IF_ERROR(sink_->WriteSummary(elapsed(), config_.rounds));
-  return global;
+  return lossy_download() ? *clients_copy_ : global;
 }
 
 }  // namespace fl

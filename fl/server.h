@@ -11,11 +11,13 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "fl/aggregator.h"
 #include "fl/client.h"
+#include "fl/codec.h"
 #include "fl/evaluator.h"
 #include "fl/metrics_sink.h"
 #include "fl/model_state.h"
@@ -37,6 +39,9 @@ struct ServerConfig {
   // What happens to an update with fewer local steps than planned.
   enum class Incomplete { kKeep, kDrop, kScale };
   Incomplete incomplete = Incomplete::kKeep;
+  // How the model is sent to the clients (see ServerSpec.download).
+  CodecConfig download;
+  bool download_error_feedback = false;
   int workers = 1;
   uint64_t seed = 0;
   // Called as each phase starts, so that the server can have the cores the idle
@@ -80,6 +85,9 @@ class Server {
   };
 
   absl::StatusOr<RoundOutcome> RunRound(int round, ModelState& global);
+  bool lossy_download() const { return config_.download.kind != CodecConfig::Kind::kIdentity; }
+  // Sends the change of the server's model to the clients' copy (lossy downloads).
+  void Broadcast(const ModelState& previous, const ModelState& next);
   void EnterPhase(RoundPhase phase) const;
 
   ServerConfig config_;
@@ -89,6 +97,11 @@ class Server {
   Evaluator evaluate_;
   PredictorEvaluator evaluate_predictor_;
   MetricsSink* sink_;
+  // With a lossy download: the model every client holds (what the server's model
+  // minus it still owes them is the error-feedback residual), and the size of the
+  // broadcast the next round sends.
+  std::optional<ModelState> clients_copy_;
+  int64_t download_bytes_ = 0;
 };
 
 }  // namespace fl

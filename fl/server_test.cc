@@ -26,6 +26,7 @@ class FakeClient : public Client {
   absl::StatusOr<ClientUpdate> Train(const ModelState& global, const RoundPlan& plan,
                                      int round) override {
     ++calls;
+    received.push_back(global.tensor(0).clone());
     if (fail) return absl::InternalError("boom");
     ClientUpdate update;
     update.client_id = id_;
@@ -49,6 +50,7 @@ class FakeClient : public Client {
   bool fail = false;
   bool broken_shape = false;
   int64_t steps = 5;  // of 5 planned
+  std::vector<at::Tensor> received;  // the model each round started from
 
  private:
   int64_t id_;
@@ -311,6 +313,69 @@ TEST(ServerIncompleteTest, KeepDropAndScaleAnIncompleteUpdateAndCountTheDropout)
     EXPECT_EQ(round.row.incomplete, 1) << expected;
     EXPECT_EQ(round.row.dropped, 1) << expected;
     EXPECT_EQ(round.row.rejected, 0) << expected;
+  }
+}
+
+}  // namespace
+}  // namespace fl
+
+namespace fl {
+namespace {
+
+// The server's model moves by (1, 0.6) every round; the download sends only the
+// larger entry of its message (top-1 of 2). With error feedback the message is
+// everything the clients' copy lacks, so the second entry is sent once its debt
+// outgrows the first's; without, each round's change alone, and the second entry
+// never arrives.
+TEST(ServerDownloadTest, ALossyDownloadLeavesTheClientsCopyBehindAsAlgorithmOneSays) {
+  struct Case {
+    bool feedback;
+    std::vector<std::vector<float>> received;  // by round
+    std::vector<float> final_copy;
+  };
+  const std::vector<Case> cases = {
+      {true, {{0, 0}, {1, 0}, {1, 1.2f}, {3, 1.2f}}, {3, 2.4f}},
+      {false, {{0, 0}, {1, 0}, {2, 0}, {3, 0}}, {4, 0}}};
+  for (const Case& c : cases) {
+    std::vector<std::unique_ptr<Client>> clients;
+    auto owned = std::make_unique<FakeClient>(0, 0.0f, 10);
+    FakeClient* client = owned.get();
+    clients.push_back(std::move(owned));
+    class FixedStep : public Aggregator {
+     public:
+      absl::Status Accumulate(ClientUpdate, ServerContext&) override { return absl::OkStatus(); }
+      absl::StatusOr<ModelState> Finalize(const ModelState& global, ServerContext&) override {
+        ModelState next = global.Clone();
+        next.mutable_tensor(0).add_(at::tensor({1.0f, 0.6f}));
+        return next;
+      }
+    } aggregator;
+    auto sink = MetricsSink::Open(absl::StrCat(getenv("TEST_TMPDIR"), "/download_", c.feedback),
+                                  fedkit::ExperimentSpec());
+    ASSERT_TRUE(sink.ok());
+    ServerConfig config{.rounds = 4, .clients_per_round = 1};
+    config.download = {CodecConfig::Kind::kTopK, 0.5};
+    config.download_error_feedback = c.feedback;
+    std::vector<at::Tensor> evaluated;
+    Server server(config, &aggregator, std::move(clients), ServerContext(),
+                  [&evaluated](const ModelState& state) -> absl::StatusOr<Evaluation> {
+                    evaluated.push_back(state.tensor(0).clone());
+                    return Evaluation{0.5, 0.5, 10};
+                  },
+                  sink->get());
+    auto final_model = server.Run(ModelState({{"w", at::zeros({2}), false}}));
+    ASSERT_TRUE(final_model.ok()) << final_model.status();
+    ASSERT_EQ(client->received.size(), 4u);
+    for (int r = 0; r < 4; ++r) {
+      EXPECT_TRUE(at::allclose(client->received[r], at::tensor(c.received[r])))
+          << "feedback " << c.feedback << " round " << r + 1 << ": " << client->received[r];
+    }
+    // The model evaluated and returned is the clients' copy, not the server's.
+    EXPECT_TRUE(at::allclose(evaluated.back(), at::tensor(c.final_copy))) << evaluated.back();
+    EXPECT_TRUE(final_model->tensor(0).equal(evaluated.back()));
+    // Bytes down: the whole model in round 1 (8), then 1 of 2 entries: a 1-byte mask
+    // and a 4-byte value.
+    EXPECT_EQ((*sink)->rows().back().bytes_down, 8 + 3 * (1 + 4));
   }
 }
 
