@@ -6,9 +6,11 @@
 // clients' Fisher diagonals u_j = I_j and v_j = I_j (.) w_j (over the previous
 // round's participants, the paper's form, or over the latest of every client seen,
 // FedCurv's: client.curvature), and every client minimises its loss plus EFL's
-// elastic term through them (the "efl" hook, efl_hook.cc). The server step is
+// elastic term through them (the "efl" hook, efl_hook.cc). The server step is the
+// `base` aggregator's: by default FedAvg's (the paper's),
 //   w <- w + sum_k p_k Delta_k,   p_k = n_k / n over the round's participants,
-// FedAvg's. The rest of EFL is the simulator's, for any method:
+// or any other's (EFL's clients under FedExP's step: base { name: "fedexp" }). The
+// rest of EFL is the simulator's, for any method:
 //   - incomplete clients with EFL's weight p_k = E p^k / s_k: client.system and
 //     server { incomplete_updates: SCALE };
 //   - compression with error feedback: client.upload (sparse ternary ST_q).
@@ -32,10 +34,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "aggregators/common/mean_delta_aggregator.h"
 #include "aggregators/efl/efl_options.pb.h"
 #include "aggregators/efl/efl_settings.h"
 #include "fl/aggregator.h"
+#include "fl/errors.h"
 #include "fl/registry.h"
 #include "fl/status_macros.h"
 
@@ -49,20 +51,22 @@ using TensorsByName = std::map<std::string, at::Tensor>;
 constexpr char kU[] = "U/";
 constexpr char kV[] = "V/";
 constexpr char kClient[] = "client/";
+constexpr char kBase[] = "base/";  // the base aggregator's own keys follow
 
-class Efl : public MeanDeltaAggregator {
+class Efl : public fl::Aggregator {
  public:
-  Efl(fedkit::aggregators::EflOptions options, EflSettings settings)
-      : MeanDeltaAggregator(1.0), options_(std::move(options)), settings_(settings) {}
+  Efl(std::unique_ptr<fl::Aggregator> base, fedkit::aggregators::EflOptions options,
+      EflSettings settings)
+      : base_(std::move(base)), options_(std::move(options)), settings_(settings) {}
 
   fl::AggregatorProperties properties() const override {
-    fl::AggregatorProperties properties = MeanDeltaAggregator::properties();
-    properties.client_hooks = {"efl"};
+    fl::AggregatorProperties properties = base_->properties();
+    properties.client_hooks.push_back("efl");
     return properties;
   }
 
   absl::StatusOr<fl::RoundPlan> Configure(const fl::ModelState& global,
-                                          fl::ServerContext&) override {
+                                          fl::ServerContext& context) override {
     names_.clear();
     shapes_.clear();
     for (const auto& e : global.entries()) {
@@ -79,7 +83,7 @@ class Efl : public MeanDeltaAggregator {
     }
     round_u_.clear();
     round_v_.clear();
-    fl::RoundPlan plan;
+    FL_ASSIGN_OR_RETURN(fl::RoundPlan plan, base_->Configure(global, context));
     google::protobuf::Any options;
     options.PackFrom(options_.client());
     plan.hooks.push_back({"efl", options});
@@ -94,7 +98,7 @@ class Efl : public MeanDeltaAggregator {
     FL_ASSIGN_OR_RETURN(TensorsByName u, Extra(update, kEflU));
     FL_ASSIGN_OR_RETURN(TensorsByName v, Extra(update, kEflV));
     const int64_t client = update.client_id;
-    FL_RETURN_IF_ERROR(MeanDeltaAggregator::Accumulate(std::move(update), context));
+    FL_RETURN_IF_ERROR(base_->Accumulate(std::move(update), context));
     if (settings_.sums_latest_per_client) {
       latest_[client] = {std::move(u), std::move(v)};
     } else {
@@ -106,7 +110,7 @@ class Efl : public MeanDeltaAggregator {
 
   absl::StatusOr<fl::ModelState> Finalize(const fl::ModelState& global,
                                           fl::ServerContext& context) override {
-    FL_ASSIGN_OR_RETURN(fl::ModelState next, MeanDeltaAggregator::Finalize(global, context));
+    FL_ASSIGN_OR_RETURN(fl::ModelState next, base_->Finalize(global, context));
     if (settings_.sums_latest_per_client) {
       u_.clear();
       v_.clear();
@@ -128,6 +132,7 @@ class Efl : public MeanDeltaAggregator {
 
   std::map<std::string, at::Tensor> SaveState() const override {
     std::map<std::string, at::Tensor> state;
+    for (const auto& [key, t] : base_->SaveState()) state[kBase + key] = t;
     for (const auto& [name, t] : u_) state[kU + name] = t.clone();
     for (const auto& [name, t] : v_) state[kV + name] = t.clone();
     for (const auto& [client, uv] : latest_) {
@@ -140,7 +145,12 @@ class Efl : public MeanDeltaAggregator {
   absl::Status RestoreState(const std::map<std::string, at::Tensor>& state) override {
     TensorsByName u, v;
     std::map<int64_t, std::pair<TensorsByName, TensorsByName>> latest;
+    std::map<std::string, at::Tensor> base_state;
     for (const auto& [key, tensor] : state) {
+      if (absl::StartsWith(key, kBase)) {
+        base_state[key.substr(sizeof(kBase) - 1)] = tensor;
+        continue;
+      }
       if (!tensor.defined() || !at::isFloatingType(tensor.scalar_type())) {
         return absl::InvalidArgumentError(
             absl::StrCat("state: \"", key, "\" is not a floating-point tensor"));
@@ -161,9 +171,11 @@ class Efl : public MeanDeltaAggregator {
         (parts[2] == "u" ? uv.first : uv.second)[parts[3]] = copy;
       } else {
         return absl::InvalidArgumentError(absl::StrCat(
-            "state: unexpected key \"", key, "\"; EFL keeps \"U/\", \"V/\" and \"client/\" keys"));
+            "state: unexpected key \"", key,
+            "\"; EFL keeps \"U/\", \"V/\", \"client/\" and \"base/\" keys"));
       }
     }
+    FL_RETURN_IF_ERROR(base_->RestoreState(base_state));
     u_ = std::move(u);
     v_ = std::move(v);
     latest_ = std::move(latest);
@@ -234,6 +246,7 @@ class Efl : public MeanDeltaAggregator {
     return fl::ModelState(std::move(entries));
   }
 
+  std::unique_ptr<fl::Aggregator> base_;
   const fedkit::aggregators::EflOptions options_;
   const EflSettings settings_;
   std::vector<std::string> names_;     // the model's parameters, in order
@@ -245,8 +258,27 @@ class Efl : public MeanDeltaAggregator {
 
 absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateEfl(
     const fedkit::aggregators::EflOptions& options, const fl::Aggregator::CreateArgs&) {
-  FL_ASSIGN_OR_RETURN(EflSettings settings, ResolveEflHook(options.client(), "options.client"));
-  return std::make_unique<Efl>(options, settings);
+  fl::ErrorList errors;
+  absl::StatusOr<EflSettings> settings = ResolveEflHook(options.client(), "options.client");
+  if (!settings.ok()) errors.AddStatus("", settings.status());
+  const std::string base_name = options.base().name().empty() ? "fedavg" : options.base().name();
+  const auto& registry = fl::Registry<fl::Aggregator>::Global();
+  std::unique_ptr<fl::Aggregator> base;
+  if (base_name == "efl") {
+    errors.Add("options.base.name", "\"efl\" cannot wrap itself");
+  } else if (registry.Find(base_name) == nullptr) {
+    errors.Add("options.base.name", registry.UnknownNameError(base_name).message());
+  } else {
+    absl::StatusOr<std::unique_ptr<fl::Aggregator>> created =
+        registry.Create(base_name, options.base().options());
+    if (created.ok()) {
+      base = *std::move(created);
+    } else {
+      errors.AddStatus("options.base.", created.status());
+    }
+  }
+  FL_RETURN_IF_ERROR(errors.ToStatus());
+  return std::make_unique<Efl>(std::move(base), options, *settings);
 }
 
 FL_REGISTER_PLUGIN(fl::Aggregator, "efl", fedkit::aggregators::EflOptions, CreateEfl);
