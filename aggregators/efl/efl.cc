@@ -36,6 +36,7 @@
 #include "absl/strings/str_split.h"
 #include "aggregators/efl/efl_options.pb.h"
 #include "aggregators/efl/efl_settings.h"
+#include "aggregators/common/base_aggregator.h"
 #include "fl/aggregator.h"
 #include "fl/errors.h"
 #include "fl/registry.h"
@@ -261,22 +262,7 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateEfl(
   fl::ErrorList errors;
   absl::StatusOr<EflSettings> settings = ResolveEflHook(options.client(), "options.client");
   if (!settings.ok()) errors.AddStatus("", settings.status());
-  const std::string base_name = options.base().name().empty() ? "fedavg" : options.base().name();
-  const auto& registry = fl::Registry<fl::Aggregator>::Global();
-  std::unique_ptr<fl::Aggregator> base;
-  if (base_name == "efl") {
-    errors.Add("options.base.name", "\"efl\" cannot wrap itself");
-  } else if (registry.Find(base_name) == nullptr) {
-    errors.Add("options.base.name", registry.UnknownNameError(base_name).message());
-  } else {
-    absl::StatusOr<std::unique_ptr<fl::Aggregator>> created =
-        registry.Create(base_name, options.base().options());
-    if (created.ok()) {
-      base = *std::move(created);
-    } else {
-      errors.AddStatus("options.base.", created.status());
-    }
-  }
+  std::unique_ptr<fl::Aggregator> base = CreateBaseAggregator(options.base(), "efl", errors);
   FL_RETURN_IF_ERROR(errors.ToStatus());
   return std::make_unique<Efl>(std::move(base), options, *settings);
 }

@@ -64,6 +64,7 @@
 #include "absl/strings/str_cat.h"
 #include "aggregators/common/held_out.h"
 #include "aggregators/elastic/elastic_options.pb.h"
+#include "aggregators/common/base_aggregator.h"
 #include "fl/aggregator.h"
 #include "fl/client_hook.h"
 #include "fl/errors.h"
@@ -602,22 +603,7 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateElastic(const ElasticOptio
                absl::StrCat("must be EACH_LAYER, ALL_PARAMETERS, EACH_TENSOR or CLIENTS, got ",
                             options.max_over()));
   }
-  const std::string base_name = options.base().name().empty() ? "fedavg" : options.base().name();
-  const auto& registry = fl::Registry<fl::Aggregator>::Global();
-  std::unique_ptr<fl::Aggregator> base;
-  if (base_name == kName) {
-    errors.Add("options.base.name", "\"elastic\" cannot wrap itself");
-  } else if (registry.Find(base_name) == nullptr) {
-    errors.Add("options.base.name", registry.UnknownNameError(base_name).message());
-  } else {
-    absl::StatusOr<std::unique_ptr<fl::Aggregator>> created =
-        registry.Create(base_name, options.base().options());
-    if (created.ok()) {
-      base = *std::move(created);
-    } else {
-      errors.AddStatus("options.base.", created.status());
-    }
-  }
+  std::unique_ptr<fl::Aggregator> base = CreateBaseAggregator(options.base(), kName, errors);
   FL_RETURN_IF_ERROR(errors.ToStatus());
   return std::make_unique<Elastic>(std::move(base), hook_options, settings->granularity,
                                    NormalizerOf(options.mode(), options.max_over()), tau,
