@@ -116,6 +116,21 @@ class Aggregator {
   virtual absl::StatusOr<ModelState> Finalize(const ModelState& global,
                                               ServerContext& context) = 0;
 
+  // Distributed runs (simulation.backend C10D), where each process accumulates a
+  // share of the round's updates. An aggregator whose accumulation is a sum over
+  // updates returns it here as named tensors (0-dimensional ones for counts and
+  // scalar sums), with the same names, shapes and dtypes on every process whatever
+  // its share, none included. The element-wise sums of all processes' partials,
+  // passed to MergePartialSums of one of them, must leave it as if it had
+  // accumulated every update itself, up to floating-point summation order; Finalize
+  // follows. nullopt (the default): the accumulation is not a sum (coordinate-wise
+  // medians, Krum) or needs every update (FedLAW, MA-Echo), and the run sends every
+  // update to one process instead. Called after Configure, before Finalize.
+  virtual std::optional<std::map<std::string, at::Tensor>> PartialSums() const {
+    return std::nullopt;
+  }
+  virtual absl::Status MergePartialSums(std::map<std::string, at::Tensor> sums);
+
   // State that persists across rounds (server momentum, control variates, ...), for
   // checkpoints. Stateless aggregators keep the defaults.
   virtual std::map<std::string, at::Tensor> SaveState() const { return {}; }

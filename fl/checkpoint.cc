@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "fl/checkpoint.pb.h"
 #include "fl/status_macros.h"
+#include "fl/tensor_record.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/message_differencer.h"
 
@@ -27,62 +28,6 @@ constexpr char kMagic[8] = {'F', 'E', 'D', 'K', 'I', 'T', 'C', 'K'};
 constexpr uint32_t kFormatVersion = 1;
 
 using fedkit::CheckpointTensor;
-
-// The element types a checkpoint may hold, by c10's names.
-const std::map<std::string, at::ScalarType>& KnownDtypes() {
-  static const auto* const kDtypes = new std::map<std::string, at::ScalarType>{
-      {"Byte", at::kByte},   {"Char", at::kChar},     {"Short", at::kShort},
-      {"Int", at::kInt},     {"Long", at::kLong},     {"Half", at::kHalf},
-      {"Float", at::kFloat}, {"Double", at::kDouble}, {"Bool", at::kBool},
-      {"BFloat16", at::kBFloat16}};
-  return *kDtypes;
-}
-
-CheckpointTensor ToRecord(CheckpointTensor::Section section, const std::string& name,
-                          const at::Tensor& tensor) {
-  CheckpointTensor record;
-  record.set_section(section);
-  record.set_name(name);
-  const at::Tensor cpu = tensor.detach().to(at::kCPU).contiguous();
-  record.set_dtype(c10::toString(cpu.scalar_type()));
-  for (int64_t size : cpu.sizes()) record.add_shape(size);
-  record.set_data(static_cast<const char*>(cpu.data_ptr()), cpu.nbytes());
-  record.set_on_device(!tensor.device().is_cpu());
-  return record;
-}
-
-absl::StatusOr<at::Tensor> FromRecord(const CheckpointTensor& record, const at::Device& device,
-                                      const std::string& where) {
-  auto dtype = KnownDtypes().find(record.dtype());
-  if (dtype == KnownDtypes().end()) {
-    return absl::DataLossError(absl::StrCat(where, ": unknown dtype \"", record.dtype(), "\""));
-  }
-  const int64_t item = static_cast<int64_t>(c10::elementSize(dtype->second));
-  // Counted against the bytes present, so no shape can ask for more than is there.
-  const int64_t available = static_cast<int64_t>(record.data().size()) / item;
-  bool empty = false;
-  for (int64_t size : record.shape()) {
-    if (size < 0) return absl::DataLossError(absl::StrCat(where, ": negative dimension ", size));
-    empty |= size == 0;
-  }
-  int64_t numel = empty ? 0 : 1;
-  for (int64_t size : record.shape()) {
-    if (empty) break;
-    if (numel > available / size) {
-      return absl::DataLossError(absl::StrCat(where, ": its shape needs more than its ",
-                                              record.data().size(), " bytes of data"));
-    }
-    numel *= size;
-  }
-  if (numel * item != static_cast<int64_t>(record.data().size())) {
-    return absl::DataLossError(absl::StrCat(where, ": shape holds ", numel * item,
-                                            " bytes, the record ", record.data().size()));
-  }
-  at::Tensor tensor = at::empty(std::vector<int64_t>(record.shape().begin(), record.shape().end()),
-                                at::TensorOptions().dtype(dtype->second));
-  if (numel > 0) std::memcpy(tensor.data_ptr(), record.data().data(), record.data().size());
-  return record.on_device() ? tensor.to(device) : tensor;
-}
 
 void ToRecord(const MetricsRow& row, fedkit::MetricsRowRecord& record) {
   record.set_round(row.round);
@@ -216,7 +161,7 @@ absl::Status WriteCheckpoint(const std::string& path, const Checkpoint& checkpoi
   std::vector<CheckpointTensor> tensors;
   auto add_state = [&](CheckpointTensor::Section section, const ModelState& state) {
     for (const ModelState::Entry& entry : state.entries()) {
-      tensors.push_back(ToRecord(section, entry.name, entry.tensor));
+      tensors.push_back(TensorToRecord(section, entry.name, entry.tensor));
       tensors.back().set_is_buffer(entry.is_buffer);
     }
   };
@@ -225,11 +170,11 @@ absl::Status WriteCheckpoint(const std::string& path, const Checkpoint& checkpoi
   if (server.clients_copy.has_value()) add_state(CheckpointTensor::CLIENTS_COPY, *server.clients_copy);
   if (server.best_model.has_value()) add_state(CheckpointTensor::BEST_MODEL, *server.best_model);
   for (const auto& [key, tensor] : checkpoint.aggregator_state) {
-    tensors.push_back(ToRecord(CheckpointTensor::AGGREGATOR, key, tensor));
+    tensors.push_back(TensorToRecord(CheckpointTensor::AGGREGATOR, key, tensor));
   }
   for (const auto& [client_hook, state] : checkpoint.client_states) {
     for (const auto& [key, tensor] : state) {
-      tensors.push_back(ToRecord(CheckpointTensor::CLIENT_STATE, key, tensor));
+      tensors.push_back(TensorToRecord(CheckpointTensor::CLIENT_STATE, key, tensor));
       tensors.back().set_client_id(client_hook.first);
       tensors.back().set_hook(client_hook.second);
     }
@@ -322,7 +267,7 @@ absl::StatusOr<Checkpoint> ParseCheckpoint(absl::string_view bytes, const std::s
     const std::string what = absl::StrCat("tensor record ", i);
     FL_RETURN_IF_ERROR(next_record(record, what));
     absl::StatusOr<at::Tensor> tensor =
-        FromRecord(record, device, absl::StrCat(what, " (\"", record.name(), "\")"));
+        TensorFromRecord(record, device, absl::StrCat(what, " (\"", record.name(), "\")"));
     if (!tensor.ok()) return corrupt(std::string(tensor.status().message()));
     switch (record.section()) {
       case CheckpointTensor::GLOBAL_MODEL:

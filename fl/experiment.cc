@@ -8,9 +8,11 @@
 #include <torch/utils.h>
 
 #include "absl/algorithm/container.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "fl/c10d_collective.h"
 #include "fl/checkpoint.h"
 #include "fl/client_hook.h"
 #include "fl/codec.h"
@@ -24,6 +26,7 @@
 #include "fl/model.h"
 #include "fl/model_file.h"
 #include "fl/registry.h"
+#include "fl/rank_assignment.h"
 #include "fl/replica_pool.h"
 #include "fl/seeding.h"
 #include "fl/server.h"
@@ -32,12 +35,14 @@
 #include "fl/stop_request.h"
 #include "fl/system_model.h"
 #include "fl/thread_budget.h"
+#include "fl/wire.h"
 #include "glog/logging.h"
 
 namespace fl {
 namespace {
 
 constexpr int kDefaultEvalBatchSize = 1000;
+constexpr int kDefaultC10dTimeoutSeconds = 300;
 
 // Creates plugin `name` at spec path `path`, recording problems in `errors`.
 template <typename Interface>
@@ -193,6 +198,15 @@ std::optional<std::string> Environment(const char* name) {
 absl::StatusOr<ThreadBudget> BudgetFor(const fedkit::ExperimentSpec& spec,
                                        ThreadBudgetRequest request) {
   request.cores = UsableCores();
+  // Processes sharing a host (tools:launch and torchrun say how many) share its
+  // cores.
+  if (spec.simulation().backend() == fedkit::SimulationSpec::C10D) {
+    int local_processes = 0;
+    if (auto local = Environment("LOCAL_WORLD_SIZE");
+        local.has_value() && absl::SimpleAtoi(*local, &local_processes) && local_processes > 1) {
+      request.cores = std::max(1, request.cores / local_processes);
+    }
+  }
   if (spec.simulation().has_workers()) request.workers = spec.simulation().workers();
   if (spec.simulation().has_threads_per_worker()) {
     request.threads_per_worker = spec.simulation().threads_per_worker();
@@ -356,6 +370,18 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   std::fflush(stdout);
   for (const std::string& warning : threads.warnings) LOG(WARNING) << "threads: " << warning;
 
+  // A distributed run joins its other processes before loading anything, so that
+  // a wrong address fails fast.
+  std::unique_ptr<Collective> group;
+  if (spec.simulation().backend() == fedkit::SimulationSpec::C10D) {
+    FL_ASSIGN_OR_RETURN(ProcessGroupAddress address, ProcessGroupAddressFromEnvironment());
+    const int timeout = spec.simulation().c10d().has_timeout_seconds()
+                            ? spec.simulation().c10d().timeout_seconds()
+                            : kDefaultC10dTimeoutSeconds;
+    FL_ASSIGN_OR_RETURN(group, ConnectC10d(address, std::chrono::seconds(timeout)));
+  }
+  const bool rank_zero = group == nullptr || group->rank() == 0;
+
   FL_RETURN_IF_ERROR(experiment.dataset->CheckAvailable());
   FL_ASSIGN_OR_RETURN(DatasetSplits data, experiment.dataset->Load());
   FL_RETURN_IF_ERROR(CheckLabels(data.train, info.num_classes, "train"));
@@ -419,6 +445,17 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   const FaultModel faults(spec.client().faults(), spec.seed(), spec.partition().num_clients(),
                           info.num_classes);
   if (spec.client().faults_size() > 0) trainer.set_fault_model(&faults);
+  std::vector<int64_t> client_sizes;
+  for (const std::vector<int64_t>& share : *shares) client_sizes.push_back(share.size());
+  const std::vector<int> client_ranks =
+      group != nullptr ? AssignClientsToRanks(client_sizes, group->world_size()) : std::vector<int>();
+  // Drops the states of clients another rank owns.
+  auto KeepOwned = [&](std::map<ClientStateStore::Key, TensorMap>& states) {
+    if (group == nullptr) return;
+    for (auto it = states.begin(); it != states.end();) {
+      it = client_ranks[it->first.first] == group->rank() ? std::next(it) : states.erase(it);
+    }
+  };
   std::vector<std::unique_ptr<Client>> clients;
   int64_t federation_examples = 0;
   for (size_t k = 0; k < shares->size(); ++k) {
@@ -461,6 +498,9 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   config.max_norm_to_median = spec.server().screening().max_norm_to_median();
   config.workers = workers;
   config.seed = spec.seed();
+  config.collective = group.get();
+  config.client_ranks = client_ranks;
+  config.gather_updates = spec.simulation().c10d().merge() == fedkit::C10dSpec::GATHER;
   // Only when the server's setting differs; otherwise the one applied above stands.
   if (!(threads.server == threads.worker)) {
     config.on_phase = [&threads](RoundPhase phase) {
@@ -488,8 +528,12 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
     return evaluation.accuracy;
   };
 
-  FL_ASSIGN_OR_RETURN(std::unique_ptr<MetricsSink> sink, MetricsSink::Open(output_dir, spec));
-  sink->AddSummaryField("threads", threads.ToJson());
+  // Only rank 0 writes results.
+  std::unique_ptr<MetricsSink> sink;
+  if (rank_zero) {
+    FL_ASSIGN_OR_RETURN(sink, MetricsSink::Open(output_dir, spec));
+    sink->AddSummaryField("threads", threads.ToJson());
+  }
   Aggregator* aggregator = experiment.aggregator.get();
   std::unique_ptr<OneShotReport> report;
   if (spec.server().one_shot()) {
@@ -504,11 +548,25 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   config.stop_requested = StopRequested;
   const std::string checkpoint_path = output_dir + "/" + kCheckpointFile;
   config.checkpoint = [&](const ServerProgress& progress) -> absl::Status {
+    std::map<ClientStateStore::Key, TensorMap> client_states = state_store.Snapshot();
+    if (group != nullptr) {
+      // Each rank holds its own clients' states; rank 0 writes them all, so the
+      // checkpoint is the same file whatever the number of processes.
+      KeepOwned(client_states);
+      FL_ASSIGN_OR_RETURN(std::vector<std::string> messages,
+                          group->Gather(rank_zero ? std::string() : SerializeClientStates(client_states)));
+      if (!rank_zero) return absl::OkStatus();
+      for (size_t r = 1; r < messages.size(); ++r) {
+        FL_ASSIGN_OR_RETURN(auto theirs, ParseClientStates(messages[r], device,
+                                                           absl::StrCat("client states from rank ", r)));
+        client_states.merge(theirs);
+      }
+    }
     Checkpoint checkpoint;
     checkpoint.spec = SpecToText(spec);
     checkpoint.server = progress;
     checkpoint.aggregator_state = aggregator->SaveState();
-    checkpoint.client_states = state_store.Snapshot();
+    checkpoint.client_states = std::move(client_states);
     checkpoint.rows = sink->rows();
     checkpoint.diagnostics = sink->diagnostic_rows();
     FL_RETURN_IF_ERROR(WriteCheckpoint(checkpoint_path, checkpoint));
@@ -527,16 +585,21 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
           "the checkpoint's model does not fit the spec's: ", layout.message()));
     }
     FL_RETURN_IF_ERROR(aggregator->RestoreState(resume->aggregator_state));
-    state_store.Restore(resume->client_states);
-    for (const MetricsRow& row : resume->rows) FL_RETURN_IF_ERROR(sink->AddRow(row));
-    for (const MetricsSink::DiagnosticsRow& row : resume->diagnostics) {
-      FL_RETURN_IF_ERROR(sink->AddDiagnostics(row.round, row.values));
+    std::map<ClientStateStore::Key, TensorMap> client_states = resume->client_states;
+    KeepOwned(client_states);
+    state_store.Restore(std::move(client_states));
+    if (rank_zero) {
+      for (const MetricsRow& row : resume->rows) FL_RETURN_IF_ERROR(sink->AddRow(row));
+      for (const MetricsSink::DiagnosticsRow& row : resume->diagnostics) {
+        FL_RETURN_IF_ERROR(sink->AddDiagnostics(row.round, row.values));
+      }
     }
     LOG(INFO) << "resuming after round " << resume->server.rounds_done << " of "
               << spec.server().rounds();
     final_model = server.Resume(resume->server);
   }
   FL_RETURN_IF_ERROR(final_model.status());
+  if (!rank_zero) return ExperimentResult{*std::move(final_model), {}};
   FL_RETURN_IF_ERROR(WriteModelFile(output_dir + "/model.pt", *final_model));
   if (server.best_model().has_value()) {
     FL_RETURN_IF_ERROR(WriteModelFile(output_dir + "/best_model.pt", *server.best_model()));

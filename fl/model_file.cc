@@ -15,7 +15,9 @@ namespace fl {
 absl::Status WriteModelFile(const std::string& path, const ModelState& state) {
   c10::Dict<std::string, at::Tensor> dict;
   for (const ModelState::Entry& entry : state.entries()) {
-    dict.insert(entry.name, entry.tensor.detach().to(at::kCPU).contiguous());
+    // A copy of its own: pickling a view saves its whole storage, so the same
+    // weights would make different files.
+    dict.insert(entry.name, entry.tensor.detach().to(at::kCPU).clone(at::MemoryFormat::Contiguous));
   }
   const std::vector<char> bytes = torch::pickle_save(dict);
   return WriteFileAtomically(path, absl::string_view(bytes.data(), bytes.size()));

@@ -9,6 +9,16 @@
 //   its hooks' new state only then) -> Finalize -> evaluate -> one metrics row.
 // Updates are accumulated in cohort order whatever the number of workers, so the
 // result does not depend on it.
+//
+// Distributed (ServerConfig::collective): every process runs this loop on the same
+// spec. Each trains the cohort's clients it owns; then either every outcome goes
+// to rank 0, which screens and accumulates them in cohort order as one process
+// would (the same result bit for bit), or, for an aggregator whose accumulation
+// is a sum (Aggregator::PartialSums), each rank accumulates its own and the
+// partial sums are all-reduced (the same up to summation order). Rank 0
+// finalises and evaluates; the new model, the clients' copy of it and the
+// aggregator's state go from rank 0 to the others, and each client's verdict to
+// its owner.
 
 #include <functional>
 #include <map>
@@ -21,6 +31,7 @@
 #include "fl/aggregator.h"
 #include "fl/client.h"
 #include "fl/codec.h"
+#include "fl/collective.h"
 #include "fl/evaluator.h"
 #include "fl/metrics_sink.h"
 #include "fl/model_state.h"
@@ -83,6 +94,14 @@ struct ServerConfig {
   std::function<absl::Status(const ServerProgress&)> checkpoint;
   int checkpoint_every = 0;
   std::function<bool()> stop_requested;
+  // A distributed run: the process group (nullptr: this process is the whole run)
+  // and each client's owning rank (see fl/rank_assignment.h). Only rank 0 uses
+  // the sink and the evaluator.
+  Collective* collective = nullptr;
+  std::vector<int> client_ranks;
+  // Sends every update to rank 0 even when the aggregator has partial sums, so the
+  // result equals the in-process run's bit for bit.
+  bool gather_updates = false;
 };
 
 class Server {
@@ -137,6 +156,13 @@ class Server {
   absl::StatusOr<ModelState> RunFrom();
   // Evaluates round `round`'s model and writes its metrics row.
   absl::Status Evaluate(int round, const RoundOutcome& outcome, double seconds);
+  // Rank 0's model, clients' copy, download size and aggregator state, copied to
+  // the other ranks.
+  absl::Status SyncFromRankZero(ModelState& global);
+  // Every rank's peak memory and collective payload, into rank 0's summary.json.
+  absl::Status ReportRanks();
+  bool is_rank_zero() const { return config_.collective == nullptr || config_.collective->rank() == 0; }
+  void SetStage(int round, const char* stage) const;
   bool lossy_download() const { return config_.download.kind != CodecConfig::Kind::kIdentity; }
   // Sends the change of the server's model to the clients' copy (lossy downloads).
   void Broadcast(const ModelState& previous, const ModelState& next);

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Installs what fedkit needs on Debian 12, once: Bazel 4.2.3 and its offline tool
 # repositories, LibTorch (CPU) with OpenBLAS, Abseil, glog, Protobuf, GoogleTest,
-# Google Benchmark, zlib, LEMON, ALGLIB, matplotlib (for pictures) and the Fashion-MNIST dataset.
+# Google Benchmark, zlib, LEMON, ALGLIB, Gloo's headers (distributed runs),
+# matplotlib (for pictures) and the Fashion-MNIST dataset.
 # Each part is skipped when it is already there, so running this again is a no-op.
 set -euo pipefail
 
@@ -22,6 +23,7 @@ packages=(
   zlib1g-dev
   liblemon-dev               # LEMON's network simplex: exact optimal transport (OT fusion)
   libalglib-dev              # ALGLIB's QP solver (MA-Echo's client weights)
+  libgloo-dev                # headers of Gloo, c10d's CPU transport (distributed runs)
   dataset-fashion-mnist      # real Fashion-MNIST, IDX gzip files
   python3-matplotlib         # partition and benchmark pictures (tools/*.py)
 )

@@ -1,0 +1,96 @@
+#include "fl/wire.h"
+
+#include <ATen/ATen.h>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace fl {
+namespace {
+
+using ::testing::HasSubstr;
+
+ModelState TwoEntries(double scale) {
+  return ModelState({{"w", at::randn({2, 3}) * scale, false},
+                     {"count", at::tensor({5}, at::kLong), true}});
+}
+
+void ExpectSameState(const ModelState& a, const ModelState& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a.entries()[i].name, b.entries()[i].name);
+    EXPECT_EQ(a.entries()[i].is_buffer, b.entries()[i].is_buffer);
+    EXPECT_TRUE(at::equal(a.tensor(i), b.tensor(i))) << a.entries()[i].name;
+  }
+}
+
+TEST(WireTest, UpdatesRoundTripExactlyWithFailures) {
+  ClientUpdate update;
+  update.client_id = 17;
+  update.delta = TwoEntries(1.0);
+  update.num_examples = 40;
+  update.local_steps = 3;
+  update.planned_steps = 5;
+  update.bytes_sent = 1234;
+  update.metrics = {{"train_loss", 0.25}};
+  update.extras["control"] = TwoEntries(2.0);
+  update.extras["omega"] = ModelState({{"w", at::rand({4}, at::kDouble), false}});
+  std::vector<IndexedUpdate> sent;
+  sent.push_back({3, update});
+  sent.push_back({5, absl::ResourceExhaustedError("out of memory on client 9")});
+
+  auto received = ParseUpdates(SerializeUpdates(sent), at::kCPU, "rank 1");
+  ASSERT_TRUE(received.ok()) << received.status();
+  ASSERT_EQ(received->size(), 2u);
+  EXPECT_EQ((*received)[0].cohort_index, 3);
+  ASSERT_TRUE((*received)[0].update.ok());
+  const ClientUpdate& got = *(*received)[0].update;
+  EXPECT_EQ(got.client_id, 17);
+  EXPECT_EQ(got.num_examples, 40);
+  EXPECT_EQ(got.local_steps, 3);
+  EXPECT_EQ(got.planned_steps, 5);
+  EXPECT_EQ(got.bytes_sent, 1234);
+  EXPECT_EQ(got.metrics, update.metrics);
+  ExpectSameState(got.delta, update.delta);
+  ASSERT_EQ(got.extras.size(), 2u);
+  ExpectSameState(got.extras.at("control"), update.extras.at("control"));
+  ExpectSameState(got.extras.at("omega"), update.extras.at("omega"));
+  EXPECT_EQ((*received)[1].cohort_index, 5);
+  EXPECT_EQ((*received)[1].update.status(), absl::ResourceExhaustedError("out of memory on client 9"));
+}
+
+TEST(WireTest, TruncatedUpdatesAreRefused) {
+  ClientUpdate update;
+  update.client_id = 2;
+  update.delta = TwoEntries(1.0);
+  const std::string bytes = SerializeUpdates({{0, update}});
+  for (size_t cut : {size_t{3}, size_t{8}, bytes.size() / 2, bytes.size() - 1}) {
+    auto received = ParseUpdates(bytes.substr(0, cut), at::kCPU, "rank 2");
+    ASSERT_FALSE(received.ok()) << cut;
+    EXPECT_THAT(received.status().message(), HasSubstr("rank 2"));
+  }
+  EXPECT_TRUE(ParseUpdates("", at::kCPU, "rank 2")->empty());
+}
+
+TEST(WireTest, ClientStatesAndTensorMapsRoundTrip) {
+  std::map<ClientStateStore::Key, TensorMap> states;
+  states[{4, "scaffold"}] = {{"c", at::randn({3})}};
+  states[{9, "efl"}] = {{"residual", at::randn({2, 2})}, {"steps", at::tensor({7}, at::kLong)}};
+  auto got = ParseClientStates(SerializeClientStates(states), at::kCPU, "rank 3");
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), states.size());
+  for (const auto& [key, tensors] : states) {
+    ASSERT_EQ(got->at(key).size(), tensors.size());
+    for (const auto& [name, tensor] : tensors) EXPECT_TRUE(at::equal(got->at(key).at(name), tensor));
+  }
+
+  const TensorMap aggregator_state = {{"m", at::randn({5})}, {"v", at::rand({5}, at::kDouble)}};
+  auto restored = ParseTensors(SerializeTensors(aggregator_state), at::kCPU, "rank 0");
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  for (const auto& [name, tensor] : aggregator_state) EXPECT_TRUE(at::equal(restored->at(name), tensor));
+  EXPECT_TRUE(ParseTensors(SerializeTensors({}), at::kCPU, "rank 0")->empty());
+  EXPECT_FALSE(ParseTensors("\x0a\x05garbage", at::kCPU, "rank 0").ok());
+}
+
+}  // namespace
+}  // namespace fl
