@@ -3,7 +3,8 @@
 # every surviving process failing with an error that names the rank and the
 # round, never hanging. Three processes started by hand with PyTorch's variables
 # (as a multi-host launch would); then one is killed (SIGKILL) mid-run, and in a
-# second run one is frozen (SIGSTOP). Bazel runs this in the runfiles root.
+# second run one is frozen (SIGSTOP). The killed run then resumes from its last
+# checkpoint with three new processes. Bazel runs this in the runfiles root.
 set -uo pipefail
 
 runner="$PWD/tools/run_experiment"
@@ -27,7 +28,7 @@ client { steps: 20 batch_size: 16 optimizer { kind: SGD lr: 0.05 } }
 server { rounds: 100000 clients_per_round: 6 }
 aggregator { name: "fedavg" }
 simulation { workers: 1 threads_per_worker: 1 backend: C10D c10d { timeout_seconds: $timeout_seconds } }
-output { checkpoint_every: 0 }
+output { checkpoint_every: 1 }
 SPEC
 port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
@@ -78,6 +79,23 @@ trial() {
 
 trial killed 1 KILL
 trial frozen 2 STOP
+
+# The killed run continues from its last checkpoint, two rounds further.
+done_rows=$(($(wc -l < "$tmp/killed/metrics.csv") - 1))
+target=$((done_rows + 2))
+master_port=$(port)
+pids=()
+for rank in 0 1 2; do
+  RANK=$rank WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=$master_port \
+    "$runner" --resume="$tmp/killed" --set="server { rounds: $target }" > "$tmp/resumed.$rank.log" 2>&1 &
+  pids+=($!)
+done
+for rank in 0 1 2; do
+  wait "${pids[$rank]}" || { fail "resumed rank $rank failed"; tail -5 "$tmp/resumed.$rank.log"; }
+done
+rows=$(($(wc -l < "$tmp/killed/metrics.csv") - 1))
+[[ $rows -eq $target ]] || fail "the resumed run has $rows rounds in metrics.csv, expected $target"
+echo "ok resumed after the kill: $rows rounds"
 
 [[ $failures -eq 0 ]] || { echo "$failures failure(s)"; exit 1; }
 echo PASS

@@ -8,6 +8,7 @@
 #    added in another order, so the weights may differ in the last bits. They must
 #    be within a tolerance 100 times smaller than what one missing client changes,
 #    and every counter in metrics.csv must be equal.
+#  - a checkpoint of 2 processes resumed by 4 ends as the in-process run.
 # Bazel runs this in the runfiles root.
 set -uo pipefail
 
@@ -74,6 +75,18 @@ for aggregator in fedavg scaffold fedlaw; do
     echo "ok $name: bit for bit"
   done
 done
+
+# A checkpoint written by 2 processes after round 2, resumed by 4 for round 3:
+# the clients' states (SCAFFOLD's c_i, kept momentum) change owners on the way.
+run_launched scaffold.resumed 2 \
+  'aggregator { name: "scaffold" } simulation { c10d { merge: GATHER } } server { rounds: 2 } output { checkpoint_every: 1 }'
+"$launch" --processes=4 -- --resume="$tmp/scaffold.resumed" --set='server { rounds: 3 }' \
+  > "$tmp/scaffold.resumed.2.log" 2>&1 || { fail "resuming with 4 processes"; tail -20 "$tmp/scaffold.resumed.2.log"; }
+diff <(metrics "$tmp/scaffold") <(metrics "$tmp/scaffold.resumed") > /dev/null ||
+  fail "scaffold resumed with 4 processes: metrics.csv differs from in-process"
+cmp -s "$tmp/scaffold/model.pt" "$tmp/scaffold.resumed/model.pt" ||
+  fail "scaffold resumed with 4 processes: model.pt differs"
+echo "ok scaffold: checkpointed by 2 processes, resumed by 4, bit for bit"
 
 # One client's update missing (a NaN update, rejected), in process: what the
 # tolerance must be far below.
