@@ -7,17 +7,22 @@
 // hooks the aggregator's RoundPlan asks for, so methods that need extras (control
 // variates, sensitivities, ...) get them from their own hooks.
 
+#include <cmath>
 #include <limits>
 #include <map>
 #include <numeric>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ATen/ATen.h>
 #include <torch/utils.h>
 
+#include "aggregators/efl/efl_options.pb.h"
 #include "aggregators/elastic/elastic_options.pb.h"
+#include "aggregators/norm_clip/norm_clip_options.pb.h"
+#include "aggregators/scaffold/scaffold_options.pb.h"
 #include "fl/aggregator.h"
 #include "fl/client_state_store.h"
 #include "fl/local_trainer.h"
@@ -31,7 +36,65 @@
 namespace aggregators {
 namespace {
 
+using ::fedkit::aggregators::EflHookOptions;
+using ::fedkit::aggregators::EflOptions;
 using ::fedkit::aggregators::ElasticOptions;
+using ::fedkit::aggregators::NormClipOptions;
+using ::fedkit::aggregators::ScaffoldOptions;
+
+using NamedSums = std::map<std::string, at::Tensor>;
+
+google::protobuf::Any Pack(const google::protobuf::Message& options) {
+  google::protobuf::Any any;
+  any.PackFrom(options);
+  return any;
+}
+
+// Configurations besides the registry's defaults that the partial-sum tests also
+// run, for the branches a default leaves out: test name -> (aggregator, options).
+const std::map<std::string, std::pair<std::string, google::protobuf::Any>>& Variants() {
+  static const auto* variants = [] {
+    auto* v = new std::map<std::string, std::pair<std::string, google::protobuf::Any>>;
+    ScaffoldOptions scaffold_exp;
+    scaffold_exp.mutable_extrapolation();
+    (*v)["scaffold_exp"] = {"scaffold", Pack(scaffold_exp)};
+
+    NormClipOptions clip;
+    clip.set_max_norm(0.3);
+    clip.mutable_base()->set_name("fedexp");
+    (*v)["norm_clip_max_norm_over_fedexp"] = {"norm_clip", Pack(clip)};
+
+    ElasticOptions elastic_scaffold;
+    elastic_scaffold.mutable_base()->set_name("scaffold");
+    *elastic_scaffold.mutable_base()->mutable_options() = Pack(scaffold_exp);
+    (*v)["elastic_over_scaffold_exp"] = {"elastic", Pack(elastic_scaffold)};
+
+    ElasticOptions elastic_tensor;
+    elastic_tensor.mutable_sensitivity()->set_granularity(fedkit::aggregators::TENSOR);
+    elastic_tensor.set_max_over(fedkit::aggregators::EACH_TENSOR);
+    (*v)["elastic_each_tensor"] = {"elastic", Pack(elastic_tensor)};
+
+    ElasticOptions elastic_flbench;  // max over clients: no partial sums
+    elastic_flbench.set_mode(fedkit::aggregators::FLBENCH);
+    (*v)["elastic_flbench"] = {"elastic", Pack(elastic_flbench)};
+
+    EflOptions efl_fedexp;
+    efl_fedexp.mutable_base()->set_name("fedexp");
+    (*v)["efl_over_fedexp"] = {"efl", Pack(efl_fedexp)};
+
+    EflOptions efl_latest;  // every client's latest (u, v): no partial sums
+    efl_latest.mutable_client()->set_curvature(EflHookOptions::LATEST_PER_CLIENT);
+    (*v)["efl_latest_per_client"] = {"efl", Pack(efl_latest)};
+    return v;
+  }();
+  return *variants;
+}
+
+std::vector<std::string> VariantNames() {
+  std::vector<std::string> names;
+  for (const auto& [name, spec] : Variants()) names.push_back(name);
+  return names;
+}
 
 // A linear model with a float and an integer buffer, like a BatchNorm layer's.
 class TinyModel : public fl::Model {
@@ -66,8 +129,15 @@ class ConformanceTest : public ::testing::TestWithParam<std::string> {
     context_.num_clients = 10;
   }
 
+  // The parameter's aggregator: a registered name with default options, or a
+  // configuration from Variants().
   std::unique_ptr<fl::Aggregator> Create() {
-    auto aggregator = fl::Registry<fl::Aggregator>::Global().Create(GetParam(), google::protobuf::Any());
+    auto variant = Variants().find(GetParam());
+    auto aggregator =
+        variant == Variants().end()
+            ? fl::Registry<fl::Aggregator>::Global().Create(GetParam(), google::protobuf::Any())
+            : fl::Registry<fl::Aggregator>::Global().Create(variant->second.first,
+                                                            variant->second.second);
     EXPECT_TRUE(aggregator.ok()) << aggregator.status();
     return aggregator.ok() ? *std::move(aggregator) : nullptr;
   }
@@ -360,6 +430,175 @@ TEST_P(ConformanceTest, RejectsAMisshapenUpdate) {
 
 INSTANTIATE_TEST_SUITE_P(AllAggregators, ConformanceTest,
                          ::testing::ValuesIn(fl::Registry<fl::Aggregator>::Global().Names()),
+                         [](const auto& info) { return info.param; });
+
+// Distributed runs (fl::Aggregator::PartialSums): partial sums accumulated over
+// shares of the round, summed and merged into one instance, finalize as that
+// instance would have had it accumulated the whole round; an aggregator without
+// them says so consistently.
+class PartialSumsTest : public ConformanceTest {
+ protected:
+  // What a round ends with, besides the aggregator's state.
+  struct Outcome {
+    fl::ModelState next;
+    std::optional<fl::ModelState> evaluation;
+    bool has_predictor = false;
+    std::map<std::string, double> diagnostics;
+  };
+
+  void SetUp() override {
+    ConformanceTest::SetUp();
+    updates_ = Updates({{1, 10}, {2, 30}, {3, 5}, {4, 20}, {5, 15}});
+    // FedExP evaluates the two-iterate average from round 2.
+    context_.round = 2;
+  }
+
+  // A fresh instance configured on global_ in its own `context`, after
+  // accumulating updates_[begin, end) (copies).
+  std::unique_ptr<fl::Aggregator> Accumulated(size_t begin, size_t end,
+                                              fl::ServerContext& context) {
+    context = context_;
+    auto aggregator = Create();
+    auto plan = aggregator->Configure(global_, context);
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    for (size_t i = begin; i < end; ++i) {
+      absl::Status status = aggregator->Accumulate(fl::CloneUpdate(updates_[i]), context);
+      EXPECT_TRUE(status.ok()) << status;
+    }
+    return aggregator;
+  }
+
+  Outcome Finalized(fl::Aggregator& aggregator, fl::ServerContext& context) {
+    auto next = aggregator.Finalize(global_, context);
+    EXPECT_TRUE(next.ok()) << next.status();
+    return {next.ok() ? *std::move(next) : global_.Clone(), std::move(context.evaluation_model),
+            context.evaluation_predictor != nullptr, context.diagnostics};
+  }
+
+  // One instance over updates_[0, end).
+  Outcome WholeRound(size_t end) {
+    fl::ServerContext context;
+    auto aggregator = Accumulated(0, end, context);
+    return Finalized(*aggregator, context);
+  }
+
+  static void ExpectSameLayout(const NamedSums& actual, const NamedSums& expected) {
+    ASSERT_EQ(actual.size(), expected.size());
+    for (const auto& [name, tensor] : expected) {
+      ASSERT_TRUE(actual.count(name)) << name;
+      EXPECT_EQ(actual.at(name).sizes(), tensor.sizes()) << name;
+      EXPECT_EQ(actual.at(name).scalar_type(), tensor.scalar_type()) << name;
+    }
+  }
+
+  // Element-wise, as a distributed run's all-reduce sums them.
+  static NamedSums Sum(const NamedSums& a, const NamedSums& b) {
+    NamedSums sum;
+    for (const auto& [name, tensor] : a) sum[name] = tensor + b.at(name);
+    return sum;
+  }
+
+  static void ExpectAllClose(const fl::ModelState& actual, const fl::ModelState& expected) {
+    ASSERT_TRUE(actual.CheckSameLayout(expected).ok()) << actual.CheckSameLayout(expected);
+    for (size_t i = 0; i < actual.size(); ++i) {
+      EXPECT_TRUE(actual.tensor(i).to(at::kDouble).allclose(expected.tensor(i).to(at::kDouble),
+                                                             /*rtol=*/1e-5, /*atol=*/1e-6))
+          << actual.entries()[i].name << ": " << actual.tensor(i) << " vs " << expected.tensor(i);
+    }
+  }
+
+  static void ExpectSameOutcome(const Outcome& actual, const Outcome& expected) {
+    ExpectAllClose(actual.next, expected.next);
+    ASSERT_EQ(actual.evaluation.has_value(), expected.evaluation.has_value());
+    if (expected.evaluation.has_value()) ExpectAllClose(*actual.evaluation, *expected.evaluation);
+    EXPECT_EQ(actual.has_predictor, expected.has_predictor);
+    ASSERT_EQ(actual.diagnostics.size(), expected.diagnostics.size());
+    for (const auto& [name, value] : expected.diagnostics) {
+      ASSERT_TRUE(actual.diagnostics.count(name)) << name;
+      EXPECT_NEAR(actual.diagnostics.at(name), value, 1e-6 + 1e-5 * std::abs(value)) << name;
+    }
+  }
+
+  std::vector<fl::ClientUpdate> updates_;
+};
+
+// Two processes, updates 0..2 and 3..4: their summed partial sums merged into the
+// first finalize as one instance over all five does.
+TEST_P(PartialSumsTest, MergedSharesFinalizeAsTheWholeRound) {
+  fl::ServerContext context_x, context_y;
+  auto x = Accumulated(0, 3, context_x);
+  auto y = Accumulated(3, 5, context_y);
+  std::optional<NamedSums> sums_x = x->PartialSums();
+  std::optional<NamedSums> sums_y = y->PartialSums();
+  ASSERT_EQ(sums_x.has_value(), sums_y.has_value());
+  if (!sums_x.has_value()) GTEST_SKIP() << "no partial sums: the updates are gathered";
+  ExpectSameLayout(*sums_y, *sums_x);
+  const Outcome expected = WholeRound(5);
+  ASSERT_TRUE(x->MergePartialSums(Sum(*sums_x, *sums_y)).ok());
+  ExpectSameOutcome(Finalized(*x, context_x), expected);
+}
+
+// A process that took no update has partial sums of the same layout, all zeros;
+// merged into it, one process's sums over the whole round finalize as that round.
+TEST_P(PartialSumsTest, AnEmptyShareSumsToZerosOfTheSameLayout) {
+  fl::ServerContext context_x, context_z;
+  auto x = Accumulated(0, 5, context_x);
+  // A process that does not finalize goes on to the next round's Configure: what it
+  // took before is not part of this round.
+  auto z = Accumulated(0, 2, context_z);
+  ASSERT_TRUE(z->Configure(global_, context_z).ok());
+  std::optional<NamedSums> sums_x = x->PartialSums();
+  std::optional<NamedSums> sums_z = z->PartialSums();
+  ASSERT_EQ(sums_z.has_value(), sums_x.has_value());
+  if (!sums_x.has_value()) {
+    EXPECT_FALSE(z->MergePartialSums({}).ok());
+    GTEST_SKIP() << "no partial sums: the updates are gathered";
+  }
+  ExpectSameLayout(*sums_z, *sums_x);
+  for (const auto& [name, tensor] : *sums_z) {
+    EXPECT_TRUE(tensor.eq(0).all().item<bool>()) << name << ": " << tensor;
+  }
+  const Outcome expected = WholeRound(5);
+  ASSERT_TRUE(z->MergePartialSums(Sum(*sums_x, *sums_z)).ok());
+  ExpectSameOutcome(Finalized(*z, context_z), expected);
+}
+
+// Sums missing a name, with one more, or with a tensor of another shape or dtype
+// are refused, and a refused merge changes nothing.
+TEST_P(PartialSumsTest, MergeRefusesSumsOfAnotherLayout) {
+  fl::ServerContext context;
+  auto x = Accumulated(0, 2, context);
+  const std::optional<NamedSums> sums = x->PartialSums();
+  if (!sums.has_value()) {
+    EXPECT_FALSE(x->MergePartialSums({}).ok());
+    GTEST_SKIP() << "no partial sums: the updates are gathered";
+  }
+  auto expect_refused = [&](NamedSums wrong, const std::string& what) {
+    const absl::Status status = x->MergePartialSums(std::move(wrong));
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << what << ": " << status;
+  };
+  for (const auto& [name, tensor] : *sums) {
+    NamedSums wrong = *sums;
+    wrong.erase(name);
+    expect_refused(wrong, "without " + name);
+    wrong = *sums;
+    wrong[name] = at::zeros({tensor.numel() + 1}, tensor.options());
+    expect_refused(wrong, name + " misshapen");
+    wrong = *sums;
+    wrong[name] = tensor.to(tensor.scalar_type() == at::kDouble ? at::kFloat : at::kDouble);
+    expect_refused(wrong, name + " of another dtype");
+  }
+  NamedSums extra = *sums;
+  extra["not_a_partial_sum"] = at::zeros({});
+  expect_refused(extra, "an unknown name");
+  ASSERT_TRUE(x->MergePartialSums(*sums).ok());
+  ExpectSameOutcome(Finalized(*x, context), WholeRound(2));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllAggregators, PartialSumsTest,
+                         ::testing::ValuesIn(fl::Registry<fl::Aggregator>::Global().Names()),
+                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Variants, PartialSumsTest, ::testing::ValuesIn(VariantNames()),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

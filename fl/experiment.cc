@@ -599,7 +599,7 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
     final_model = server.Resume(resume->server);
   }
   FL_RETURN_IF_ERROR(final_model.status());
-  if (!rank_zero) return ExperimentResult{*std::move(final_model), {}};
+  if (!rank_zero) return ExperimentResult{*std::move(final_model), {}, group->rank()};
   FL_RETURN_IF_ERROR(WriteModelFile(output_dir + "/model.pt", *final_model));
   if (server.best_model().has_value()) {
     FL_RETURN_IF_ERROR(WriteModelFile(output_dir + "/best_model.pt", *server.best_model()));

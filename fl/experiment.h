@@ -49,6 +49,9 @@ absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec);
 struct ExperimentResult {
   ModelState final_model;
   std::vector<MetricsRow> rows;
+  // In a distributed run, this process's rank: only rank 0 writes results (and
+  // has rows).
+  int rank = 0;
 };
 
 struct Checkpoint;

@@ -8,6 +8,10 @@
 // Relative paths are relative to the folder bazel was run from. Exit codes: 0 done,
 // 1 the run failed, 2 the spec or the command line is wrong, 3 stopped by SIGINT
 // or SIGTERM after writing a checkpoint (continue it with --resume).
+//
+// A distributed run (simulation.backend C10D) is one such process per rank, each
+// with RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set (bazel run //tools:launch
+// does that for local processes); only rank 0 writes results.
 
 #include <cstdio>
 #include <filesystem>
@@ -154,6 +158,10 @@ int Main() {
     return 3;
   }
   if (!result.ok()) return Fail(1, "the experiment failed:", result.status());
+  if (result->rank != 0) {
+    std::printf("rank %d done; rank 0 writes the results\n", result->rank);
+    return 0;
+  }
   std::printf("results in %s (metrics.csv, summary.json, spec.textproto, model.pt)\n",
               output_dir.c_str());
   return 0;

@@ -16,6 +16,15 @@ at::Tensor RowMask(const at::Tensor& held, int64_t dims, const at::Tensor& like)
   return held.to(like.options()).view(shape);
 }
 
+// Zeros laid out as `layout`, integer entries in float64: the sums' layout.
+fl::ModelState ZeroSums(const fl::ModelState& layout) {
+  fl::ModelState sums = layout.ZerosLike();
+  for (auto& entry : sums.mutable_entries()) {
+    if (!at::isFloatingType(entry.tensor.scalar_type())) entry.tensor = entry.tensor.to(at::kDouble);
+  }
+  return sums;
+}
+
 }  // namespace
 
 fl::HookRequest ClassCountsRequest() {
@@ -94,11 +103,8 @@ absl::Status ClassAwareMean::Add(const fl::ModelState& delta, const at::Tensor& 
         delta.tensor(classifier_.weight).size(0) != classifier_.classes) {
       return absl::InvalidArgumentError("the delta's layout does not match the classifier's");
     }
-    sum_ = delta.ZerosLike();
-    for (auto& entry : sum_->mutable_entries()) {
-      dtypes_.push_back(entry.tensor.scalar_type());
-      if (!at::isFloatingType(entry.tensor.scalar_type())) entry.tensor = entry.tensor.to(at::kDouble);
-    }
+    sum_ = ZeroSums(delta);
+    for (const auto& entry : delta.entries()) dtypes_.push_back(entry.tensor.scalar_type());
     holders_ = at::zeros({classifier_.classes}, at::kLong);
   }
   for (size_t i = 0; i < delta.size(); ++i) {
@@ -131,6 +137,27 @@ absl::StatusOr<fl::ModelState> ClassAwareMean::StepFrom(const fl::ModelState& gl
     }
   }
   return result;
+}
+
+void ClassAwareMean::AddPartialSums(absl::string_view prefix, const fl::ModelState& global,
+                                    NamedSums& sums) const {
+  AddStateSums(absl::StrCat(prefix, "sum/"), sum_.has_value() ? *sum_ : ZeroSums(global), sums);
+  sums[absl::StrCat(prefix, "holders")] =
+      sum_.has_value() ? holders_ : at::zeros({classifier_.classes}, at::kLong);
+  sums[absl::StrCat(prefix, "count")] = CountSum(count_);
+}
+
+void ClassAwareMean::MergePartialSums(absl::string_view prefix, const fl::ModelState& global,
+                                      const NamedSums& sums) {
+  sum_.reset();
+  dtypes_.clear();
+  holders_ = at::Tensor();
+  count_ = static_cast<int>(sums.at(absl::StrCat(prefix, "count")).item<int64_t>());
+  // No update on any process: as empty as one that saw none.
+  if (count_ == 0) return;
+  sum_ = StateFromSums(absl::StrCat(prefix, "sum/"), global, sums);
+  for (const auto& entry : global.entries()) dtypes_.push_back(entry.tensor.scalar_type());
+  holders_ = sums.at(absl::StrCat(prefix, "holders"));
 }
 
 }  // namespace aggregators

@@ -14,6 +14,8 @@
 #include <ATen/core/Tensor.h>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "aggregators/common/partial_sums.h"
 #include "fl/aggregator.h"
 #include "fl/client_update.h"
 #include "fl/model_state.h"
@@ -64,6 +66,16 @@ class ClassAwareMean {
   // the code leaves it. Integer buffers are rounded. FailedPrecondition when
   // nothing was added.
   absl::StatusOr<fl::ModelState> StepFrom(const fl::ModelState& global) const;
+
+  // For distributed runs: the sums as "<prefix>sum/<entry name>" (integer entries
+  // in float64), "<prefix>holders" (int64, per class) and "<prefix>count" (int64),
+  // added to `sums`; zeros laid out as `global` when nothing was added.
+  void AddPartialSums(absl::string_view prefix, const fl::ModelState& global,
+                      NamedSums& sums) const;
+  // Replaces the sums by the processes' summed AddPartialSums.
+  // REQUIRES: `sums` passed CheckPartialSums against them.
+  void MergePartialSums(absl::string_view prefix, const fl::ModelState& global,
+                        const NamedSums& sums);
 
  private:
   ClassifierEntries classifier_;

@@ -14,6 +14,16 @@ void SquaredNormMean::Add(double squared_norm, double weight) {
   total_weight_ += weight;
 }
 
+void SquaredNormMean::AddPartialSums(absl::string_view prefix, NamedSums& sums) const {
+  sums[absl::StrCat(prefix, "weighted_sum")] = ScalarSum(weighted_sum_);
+  sums[absl::StrCat(prefix, "total_weight")] = ScalarSum(total_weight_);
+}
+
+void SquaredNormMean::MergePartialSums(absl::string_view prefix, const NamedSums& sums) {
+  weighted_sum_ = sums.at(absl::StrCat(prefix, "weighted_sum")).item<double>();
+  total_weight_ = sums.at(absl::StrCat(prefix, "total_weight")).item<double>();
+}
+
 FedExpStep ComputeFedExpStep(double mean_sq_norm, double mean_update_sq_norm, int num_clients,
                              int round, const FedExpStepConfig& config) {
   FedExpStep step;

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "aggregators/common/partial_sums.h"
 #include "aggregators/fedexp/fedexp_options.pb.h"
 #include "fl/aggregator.h"
 #include "fl/model_state.h"
@@ -45,6 +46,12 @@ class SquaredNormMean {
   // sum_i p_i ||Delta_i||^2 / sum_i p_i; 0 when empty.
   double Mean() const { return total_weight_ > 0 ? weighted_sum_ / total_weight_ : 0.0; }
   void Reset() { weighted_sum_ = total_weight_ = 0.0; }
+
+  // For distributed runs: "<prefix>weighted_sum" and "<prefix>total_weight"
+  // (float64 scalars) added to `sums`, and the processes' sums of them taken back.
+  // REQUIRES (merge): `sums` passed CheckPartialSums.
+  void AddPartialSums(absl::string_view prefix, NamedSums& sums) const;
+  void MergePartialSums(absl::string_view prefix, const NamedSums& sums);
 
  private:
   double weighted_sum_ = 0.0;

@@ -1,8 +1,16 @@
 #include "aggregators/common/mean_delta_aggregator.h"
 
 #include "fl/status_macros.h"
+#include "glog/logging.h"
 
 namespace aggregators {
+
+absl::StatusOr<fl::RoundPlan> MeanDeltaAggregator::Configure(const fl::ModelState& global,
+                                                             fl::ServerContext& context) {
+  global_ = global;
+  mean_.Reset();
+  return fl::RoundPlan();
+}
 
 absl::Status MeanDeltaAggregator::Accumulate(fl::ClientUpdate update, fl::ServerContext& context) {
   return mean_.Add(update.delta, WeightOf(update, ClientWeighting::kNumExamples));
@@ -10,9 +18,26 @@ absl::Status MeanDeltaAggregator::Accumulate(fl::ClientUpdate update, fl::Server
 
 absl::StatusOr<fl::ModelState> MeanDeltaAggregator::Finalize(const fl::ModelState& global,
                                                              fl::ServerContext& context) {
+  global_.reset();
   FL_ASSIGN_OR_RETURN(fl::ModelState next, mean_.StepFrom(global, server_lr_));
   mean_.Reset();
   return next;
+}
+
+std::optional<NamedSums> MeanDeltaAggregator::PartialSums() const {
+  CHECK(global_.has_value()) << "PartialSums before Configure";
+  NamedSums sums;
+  mean_.AddPartialSums("", *global_, sums);
+  return sums;
+}
+
+absl::Status MeanDeltaAggregator::MergePartialSums(NamedSums sums) {
+  if (!global_.has_value()) {
+    return absl::FailedPreconditionError("MergePartialSums before Configure");
+  }
+  FL_RETURN_IF_ERROR(CheckPartialSums(*PartialSums(), sums));
+  mean_.MergePartialSums("", *global_, sums);
+  return absl::OkStatus();
 }
 
 }  // namespace aggregators

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "fl/errors.h"
 #include "fl/status_macros.h"
+#include "glog/logging.h"
 
 namespace aggregators {
 
@@ -267,6 +268,22 @@ absl::StatusOr<fl::ModelState> ProxyTunedFedAvg::Finalize(const fl::ModelState& 
   mean_.Reset();
   global_.reset();
   return next;
+}
+
+std::optional<NamedSums> ProxyTunedFedAvg::PartialSums() const {
+  CHECK(global_.has_value()) << "PartialSums before Configure";
+  NamedSums sums;
+  mean_.AddPartialSums("", *global_, sums);
+  return sums;
+}
+
+absl::Status ProxyTunedFedAvg::MergePartialSums(NamedSums sums) {
+  if (!global_.has_value()) {
+    return absl::FailedPreconditionError("MergePartialSums before Configure");
+  }
+  FL_RETURN_IF_ERROR(CheckPartialSums(*PartialSums(), sums));
+  mean_.MergePartialSums("", *global_, sums);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<fl::ModelState> ProxyTunedFedAvg::FinalizeUnguarded(const fl::ModelState& global,

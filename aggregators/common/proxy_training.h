@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "aggregators/common/partial_sums.h"
 #include "aggregators/common/server_sgd_options.pb.h"
 #include "aggregators/common/weighted_mean.h"
 #include "fl/aggregator.h"
@@ -104,6 +105,9 @@ class ProxyTunedFedAvg : public fl::Aggregator {
   absl::Status Accumulate(fl::ClientUpdate update, fl::ServerContext& context) override;
   absl::StatusOr<fl::ModelState> Finalize(const fl::ModelState& global,
                                           fl::ServerContext& context) override;
+  // The FedAvg aggregate's weighted sum; the proxy training follows the merge.
+  std::optional<NamedSums> PartialSums() const override;
+  absl::Status MergePartialSums(NamedSums sums) override;
   std::map<std::string, at::Tensor> SaveState() const override { return sgd_.SaveState(); }
   absl::Status RestoreState(const std::map<std::string, at::Tensor>& state) override {
     return sgd_.RestoreState(state);

@@ -40,6 +40,23 @@ void WeightedMean::Reset() {
   count_ = 0;
 }
 
+void WeightedMean::AddPartialSums(absl::string_view prefix, const fl::ModelState& global,
+                                  NamedSums& sums) const {
+  AddStateSums(absl::StrCat(prefix, "sum/"), sum_.has_value() ? *sum_ : global.ZerosLike(), sums);
+  sums[absl::StrCat(prefix, "total_weight")] = ScalarSum(total_weight_);
+  sums[absl::StrCat(prefix, "count")] = CountSum(count_);
+}
+
+void WeightedMean::MergePartialSums(absl::string_view prefix, const fl::ModelState& global,
+                                    const NamedSums& sums) {
+  Reset();
+  count_ = static_cast<int>(sums.at(absl::StrCat(prefix, "count")).item<int64_t>());
+  // No update on any process: as empty as one that saw none.
+  if (count_ == 0) return;
+  sum_ = StateFromSums(absl::StrCat(prefix, "sum/"), global, sums);
+  total_weight_ = sums.at(absl::StrCat(prefix, "total_weight")).item<double>();
+}
+
 double WeightOf(const fl::ClientUpdate& update, ClientWeighting weighting) {
   return weighting == ClientWeighting::kUniform ? 1.0 : static_cast<double>(update.num_examples);
 }

@@ -10,6 +10,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "aggregators/common/partial_sums.h"
 #include "fl/client_update.h"
 #include "fl/model_state.h"
 
@@ -33,6 +35,17 @@ class WeightedMean {
   absl::StatusOr<fl::ModelState> StepFrom(const fl::ModelState& global, double server_lr) const;
 
   void Reset();
+
+  // For distributed runs (fl::Aggregator::PartialSums): the accumulation as
+  // "<prefix>sum/<entry name>", "<prefix>total_weight" (float64) and
+  // "<prefix>count" (int64), added to `sums`; the sum is zeros laid out as
+  // `global` (this round's global model) when nothing was added.
+  void AddPartialSums(absl::string_view prefix, const fl::ModelState& global,
+                      NamedSums& sums) const;
+  // Replaces the accumulation by the processes' summed AddPartialSums.
+  // REQUIRES: `sums` passed CheckPartialSums against them.
+  void MergePartialSums(absl::string_view prefix, const fl::ModelState& global,
+                        const NamedSums& sums);
 
  private:
   std::optional<fl::ModelState> sum_;

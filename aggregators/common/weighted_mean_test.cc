@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include "aggregators/common/partial_sums.h"
 #include "gtest/gtest.h"
 
 namespace aggregators {
@@ -58,6 +59,30 @@ TEST(WeightedMeanTest, EmptyAndReset) {
   mean.Reset();
   EXPECT_TRUE(mean.empty());
   EXPECT_EQ(mean.total_weight(), 0);
+}
+
+TEST(WeightedMeanTest, PartialSumsOfSharesMergeToTheWholeMean) {
+  const fl::ModelState global = State({0, 0});
+  WeightedMean first, second, none;
+  ASSERT_TRUE(first.Add(State({4, 0}), 1).ok());
+  ASSERT_TRUE(second.Add(State({0, -4}), 3).ok());
+  NamedSums a, b, empty;
+  first.AddPartialSums("m/", global, a);
+  second.AddPartialSums("m/", global, b);
+  none.AddPartialSums("m/", global, empty);
+  ASSERT_TRUE(CheckPartialSums(a, empty).ok());
+  EXPECT_EQ(a.size(), 3u);  // m/sum/w, m/total_weight, m/count
+  for (const auto& [name, tensor] : empty) EXPECT_TRUE(tensor.eq(0).all().item<bool>()) << name;
+  NamedSums sums;
+  for (const auto& [name, tensor] : a) sums[name] = tensor + b.at(name) + empty.at(name);
+  WeightedMean merged;
+  merged.MergePartialSums("m/", global, sums);
+  EXPECT_EQ(merged.count(), 2);
+  EXPECT_DOUBLE_EQ(merged.total_weight(), 4);
+  EXPECT_TRUE(merged.Mean()->tensor(0).allclose(at::tensor({1.0f, -3.0f})));
+  // No update on any process: as empty as one that saw none.
+  merged.MergePartialSums("m/", global, empty);
+  EXPECT_TRUE(merged.empty());
 }
 
 TEST(WeightedMeanTest, Weighting) {

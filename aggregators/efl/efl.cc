@@ -15,7 +15,10 @@
 //     server { incomplete_updates: SCALE };
 //   - compression with error feedback: client.upload (sparse ternary ST_q).
 // Diagnostic: max_u, the largest entry of the U the next round broadcasts (the
-// client clips U where lr * lambda * U would reach 2).
+// client clips U where lr * lambda * U would reach 2). With the paper's
+// ROUND_PARTICIPANTS the round's sums of u and v are all-reduced in distributed
+// runs, with the base's sums when it has them; the updates are gathered to one
+// process otherwise (LATEST_PER_CLIENT keeps every client's latest pair).
 //
 //   aggregator {
 //     name: "efl"
@@ -24,6 +27,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,10 +41,12 @@
 #include "aggregators/efl/efl_options.pb.h"
 #include "aggregators/efl/efl_settings.h"
 #include "aggregators/common/base_aggregator.h"
+#include "aggregators/common/partial_sums.h"
 #include "fl/aggregator.h"
 #include "fl/errors.h"
 #include "fl/registry.h"
 #include "fl/status_macros.h"
+#include "glog/logging.h"
 
 namespace aggregators {
 namespace {
@@ -70,11 +76,14 @@ class Efl : public fl::Aggregator {
                                           fl::ServerContext& context) override {
     names_.clear();
     shapes_.clear();
+    std::vector<fl::ModelState::Entry> parameters;
     for (const auto& e : global.entries()) {
       if (e.is_buffer) continue;
       names_.push_back(e.name);
       shapes_[e.name] = e.tensor.sizes().vec();
+      parameters.push_back(e);
     }
+    parameters_ = fl::ModelState(std::move(parameters));
     // Restored state must fit this model.
     FL_RETURN_IF_ERROR(CheckFits(u_, "U"));
     FL_RETURN_IF_ERROR(CheckFits(v_, "V"));
@@ -128,7 +137,40 @@ class Efl : public fl::Aggregator {
     double max_u = 0.0;
     for (const auto& [name, t] : u_) max_u = std::max(max_u, t.max().item<double>());
     context.diagnostics["max_u"] = max_u;
+    parameters_.reset();
     return next;
+  }
+
+  // The base's sums and this round's sums of u and v; none when the sums cover
+  // every client's latest (u, v), which the merging process must hold one by one,
+  // or when the base has none.
+  std::optional<NamedSums> PartialSums() const override {
+    if (settings_.sums_latest_per_client) return std::nullopt;
+    std::optional<NamedSums> base = base_->PartialSums();
+    if (!base.has_value()) return std::nullopt;
+    CHECK(parameters_.has_value()) << "PartialSums before Configure";
+    NamedSums sums;
+    AddPrefixed(kBaseSums, *base, sums);
+    for (const auto& [prefix, round_sum] : {std::pair(kU, &round_u_), std::pair(kV, &round_v_)}) {
+      for (const auto& e : parameters_->entries()) {
+        auto it = round_sum->find(e.name);
+        sums[prefix + e.name] = it != round_sum->end() ? it->second : at::zeros_like(e.tensor);
+      }
+    }
+    return sums;
+  }
+
+  absl::Status MergePartialSums(NamedSums sums) override {
+    if (!parameters_.has_value()) {
+      return absl::FailedPreconditionError("MergePartialSums before Configure");
+    }
+    std::optional<NamedSums> expected = PartialSums();
+    if (!expected.has_value()) return fl::Aggregator::MergePartialSums(std::move(sums));
+    FL_RETURN_IF_ERROR(CheckPartialSums(*expected, sums));
+    FL_RETURN_IF_ERROR(base_->MergePartialSums(WithoutPrefix(kBaseSums, sums)));
+    round_u_ = WithoutPrefix(kU, sums);
+    round_v_ = WithoutPrefix(kV, sums);
+    return absl::OkStatus();
   }
 
   std::map<std::string, at::Tensor> SaveState() const override {
@@ -252,6 +294,9 @@ class Efl : public fl::Aggregator {
   const EflSettings settings_;
   std::vector<std::string> names_;     // the model's parameters, in order
   std::map<std::string, std::vector<int64_t>> shapes_;  // and their shapes
+  // This round's global parameters (sharing the server's storage): the layout of
+  // the partial sums of a process that accumulated nothing.
+  std::optional<fl::ModelState> parameters_;
   TensorsByName u_, v_;                // what the next round broadcasts
   TensorsByName round_u_, round_v_;    // this round's participants' sums
   std::map<int64_t, std::pair<TensorsByName, TensorsByName>> latest_;  // client -> (u, v)

@@ -24,7 +24,10 @@
 // base, and Elastic rescales the base's parameter step by eta * zeta (and the
 // step of the base's evaluation model, if it sets one, by the same factors).
 // Buffers keep the base's values. Where the normaliser is 0 (no sensitivity measured,
-// e.g. clients too small to hold anything out), zeta = 1 there.
+// e.g. clients too small to hold anything out), zeta = 1 there. sum_k n_k Omega_k
+// is all-reduced in distributed runs with the base's sums, when the base has them
+// and the normaliser is not CLIENTS's max over clients (else the updates are
+// gathered to one process).
 //
 // Mode FLBENCH is FL-bench-like: it makes the public reproduction's choices
 // (docs/elastic.md, section 3): one scalar per parameter tensor,
@@ -63,6 +66,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "aggregators/common/held_out.h"
+#include "aggregators/common/partial_sums.h"
 #include "aggregators/elastic/elastic_options.pb.h"
 #include "aggregators/common/base_aggregator.h"
 #include "fl/aggregator.h"
@@ -71,6 +75,7 @@
 #include "fl/model.h"
 #include "fl/registry.h"
 #include "fl/status_macros.h"
+#include "glog/logging.h"
 
 namespace aggregators {
 namespace {
@@ -89,6 +94,9 @@ constexpr char kOmegaExtra[] = "elastic/omega";
 constexpr char kOmegaPrefix[] = "omega/";
 constexpr char kUpdatesKey[] = "updates";
 constexpr char kHoldoutKey[] = "holdout";
+// Partial-sum names: kOmegaSums + parameter name (sum_k n_k Omega_k), and sum_k n_k.
+constexpr char kOmegaSums[] = "omega/";
+constexpr char kOmegaWeightSum[] = "omega_weight";
 constexpr double kDefaultMu = 0.95;
 constexpr double kDefaultHoldoutFraction = 0.3;
 constexpr double kDefaultTau = 0.5;
@@ -409,6 +417,7 @@ class Elastic : public fl::Aggregator {
                         false});
     }
     omega_layout_ = fl::ModelState(std::move(layout));
+    device_ = global.empty() ? at::Device(at::kCPU) : global.tensor(0).device();
     omega_sum_.reset();
     omega_max_.reset();
     total_weight_ = 0.0;
@@ -508,6 +517,41 @@ class Elastic : public fl::Aggregator {
     return next;
   }
 
+  // The base's sums and sum_k n_k Omega_k; none when the normaliser is the
+  // element-wise max over clients (CLIENTS), or when the base has none.
+  std::optional<NamedSums> PartialSums() const override {
+    if (normalizer_ == fedkit::aggregators::CLIENTS) return std::nullopt;
+    std::optional<NamedSums> base = base_->PartialSums();
+    if (!base.has_value()) return std::nullopt;
+    CHECK(omega_layout_.has_value()) << "PartialSums before Configure";
+    NamedSums sums;
+    AddPrefixed(kBaseSums, *base, sums);
+    if (omega_sum_.has_value()) {
+      AddStateSums(kOmegaSums, *omega_sum_, sums);
+    } else {
+      for (const auto& e : omega_layout_->entries()) {
+        sums[kOmegaSums + e.name] = at::zeros(e.tensor.sizes(), e.tensor.options().device(device_));
+      }
+    }
+    sums[kOmegaWeightSum] = ScalarSum(total_weight_);
+    return sums;
+  }
+
+  absl::Status MergePartialSums(NamedSums sums) override {
+    if (!omega_layout_.has_value()) {
+      return absl::FailedPreconditionError("MergePartialSums before Configure");
+    }
+    std::optional<NamedSums> expected = PartialSums();
+    if (!expected.has_value()) return fl::Aggregator::MergePartialSums(std::move(sums));
+    FL_RETURN_IF_ERROR(CheckPartialSums(*expected, sums));
+    FL_RETURN_IF_ERROR(base_->MergePartialSums(WithoutPrefix(kBaseSums, sums)));
+    total_weight_ = sums.at(kOmegaWeightSum).item<double>();
+    omega_sum_.reset();
+    // No update on any process: as empty as one that saw none.
+    if (total_weight_ > 0) omega_sum_ = StateFromSums(kOmegaSums, *omega_layout_, sums);
+    return absl::OkStatus();
+  }
+
   std::map<std::string, at::Tensor> SaveState() const override { return base_->SaveState(); }
   absl::Status RestoreState(const std::map<std::string, at::Tensor>& state) override {
     return base_->RestoreState(state);
@@ -570,7 +614,8 @@ class Elastic : public fl::Aggregator {
   const double tau_;
   const double server_lr_;
   // Per round.
-  std::optional<fl::ModelState> omega_layout_;
+  std::optional<fl::ModelState> omega_layout_;  // storage-free
+  at::Device device_ = at::kCPU;                 // the global model's
   std::optional<fl::ModelState> omega_sum_;  // sum_k n_k Omega_k
   std::optional<fl::ModelState> omega_max_;  // max_k Omega_k (CLIENTS)
   double total_weight_ = 0.0;

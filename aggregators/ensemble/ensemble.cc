@@ -12,6 +12,7 @@
 // a method that needs weights (elastic), only that returned model remains.
 //
 // Memory: every client model is kept for the predictor, N model replicas.
+// Distributed runs gather the round's updates to one process (no partial sums).
 //
 //   server { one_shot: true compare { aggregator { name: "ensemble" } } }
 

@@ -6,7 +6,8 @@
 // degenerate case of the server-optimiser family of Reddi et al. 2021).
 //
 // Updates are accumulated in place as they arrive (sum_k n_k delta_k), so memory is
-// O(P) whatever the cohort size. Buffers (BatchNorm running statistics) are set to
+// O(P) whatever the cohort size; in distributed runs the processes' sums are
+// all-reduced (PartialSums). Buffers (BatchNorm running statistics) are set to
 // the same weighted mean of the clients' values, never scaled by eta; integer
 // buffers are rounded.
 //

@@ -11,7 +11,8 @@
 //
 // Each client model w + delta_i (its own buffers included) is evaluated on the
 // proxy inputs as its update arrives, so only its [proxy, classes] logits are kept;
-// they are averaged in client-id order. Diagnostics: proxy_loss_before,
+// they are averaged in client-id order. Distributed runs gather the round's updates
+// to one process (no partial sums). Diagnostics: proxy_loss_before,
 // proxy_loss_after (cross-entropy on the proxy labels).
 //
 //   server { proxy { split: TEST size: 200 } }
@@ -28,10 +29,12 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
+#include "aggregators/common/partial_sums.h"
 #include "aggregators/common/proxy_training.h"
 #include "aggregators/feddf/feddf_options.pb.h"
 #include "fl/aggregator.h"
@@ -46,6 +49,14 @@ class FedDf : public ProxyTunedFedAvg {
  public:
   FedDf(ServerSgdConfig sgd, double temperature)
       : ProxyTunedFedAvg("feddf", sgd), temperature_(temperature) {}
+
+  // Left to the default: the teacher's logits are kept per client (averaged in
+  // client-id order, so arrival order cannot change a bit), and their shape is
+  // known only once a client model has run.
+  std::optional<NamedSums> PartialSums() const override { return std::nullopt; }
+  absl::Status MergePartialSums(NamedSums sums) override {
+    return fl::Aggregator::MergePartialSums(std::move(sums));
+  }
 
  protected:
   void StartRound() override { logits_.clear(); }

@@ -21,6 +21,8 @@
 // Each client sends ||Delta_i||^2 (over parameters, float64) as the extra
 // "fedexp/sq_norm", computed by the "fedexp" client hook this aggregator plans, so
 // the server reads one scalar per client instead of a second pass over its update.
+// Everything accumulated is a sum (weighted deltas, weighted squared norms, weights,
+// the count), all-reduced in distributed runs.
 //
 // FedProx(ExP) is this aggregator with the "fedprox" client hook in client.hooks;
 // SCAFFOLD(ExP) is SCAFFOLD with its `extrapolation` option.
@@ -31,17 +33,20 @@
 //   }
 
 #include <memory>
+#include <optional>
 
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
 #include "aggregators/common/fedexp_step.h"
+#include "aggregators/common/partial_sums.h"
 #include "aggregators/common/weighted_mean.h"
 #include "aggregators/fedexp/fedexp_options.pb.h"
 #include "fl/aggregator.h"
 #include "fl/client_hook.h"
 #include "fl/registry.h"
 #include "fl/status_macros.h"
+#include "glog/logging.h"
 
 namespace aggregators {
 namespace {
@@ -81,6 +86,9 @@ class FedExp : public fl::Aggregator {
 
   absl::StatusOr<fl::RoundPlan> Configure(const fl::ModelState& global,
                                           fl::ServerContext& context) override {
+    global_ = global;
+    mean_.Reset();
+    norms_.Reset();
     fl::RoundPlan plan;
     plan.hooks.push_back(hook_);
     return plan;
@@ -107,7 +115,26 @@ class FedExp : public fl::Aggregator {
         TakeFedExpStep(global, mean_delta, norms_.Mean(), mean_.count(), config_, context);
     mean_.Reset();
     norms_.Reset();
+    global_.reset();
     return next;
+  }
+
+  std::optional<NamedSums> PartialSums() const override {
+    CHECK(global_.has_value()) << "PartialSums before Configure";
+    NamedSums sums;
+    mean_.AddPartialSums("", *global_, sums);
+    norms_.AddPartialSums("sq_norm/", sums);
+    return sums;
+  }
+
+  absl::Status MergePartialSums(NamedSums sums) override {
+    if (!global_.has_value()) {
+      return absl::FailedPreconditionError("MergePartialSums before Configure");
+    }
+    FL_RETURN_IF_ERROR(CheckPartialSums(*PartialSums(), sums));
+    mean_.MergePartialSums("", *global_, sums);
+    norms_.MergePartialSums("sq_norm/", sums);
+    return absl::OkStatus();
   }
 
  private:
@@ -116,6 +143,9 @@ class FedExp : public fl::Aggregator {
   fl::HookRequest hook_;
   WeightedMean mean_;
   SquaredNormMean norms_;
+  // This round's global model (sharing the server's storage): the layout of the
+  // partial sums of a process that accumulated nothing.
+  std::optional<fl::ModelState> global_;
 };
 
 absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateFedExp(

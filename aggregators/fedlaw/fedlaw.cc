@@ -16,6 +16,7 @@
 // follows from N + 1 dot products (fedlaw_weights.h). The client models are kept as
 // one [N, P] matrix of parameter deltas, sorted by client id so the result does not
 // depend on arrival order.
+// Distributed runs gather the round's updates to one process (no partial sums).
 //
 // BatchNorm: running statistics are not aggregated. The server model runs in train
 // mode during the optimisation, so its buffers move with the proxy batches, and the

@@ -21,7 +21,8 @@
 // Only parameters go through the optimiser. Buffers (BatchNorm running statistics)
 // are set to the weighted mean of the clients' values, exactly as FedAvg does: they
 // are statistics, not descent directions. Memory is O(P): the running weighted sum of
-// deltas plus one (FedAvgM) or two moment tensors per parameter. The moments are
+// deltas plus one (FedAvgM) or two moment tensors per parameter; distributed runs
+// all-reduce the processes' weighted sums before the step. The moments are
 // created at the first Finalize from the global model's layout and checkpointed by
 // SaveState as "m/<entry name>" and "v/<entry name>".
 //
@@ -48,6 +49,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -57,12 +59,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "aggregators/common/partial_sums.h"
 #include "aggregators/common/weighted_mean.h"
 #include "aggregators/fedopt/fedopt_options.pb.h"
 #include "fl/aggregator.h"
 #include "fl/errors.h"
 #include "fl/registry.h"
 #include "fl/status_macros.h"
+#include "glog/logging.h"
 
 namespace aggregators {
 namespace {
@@ -71,6 +75,13 @@ namespace {
 // named moment buffers ("slots") per parameter and let the subclass step.
 class ServerOptimizer : public fl::Aggregator {
  public:
+  absl::StatusOr<fl::RoundPlan> Configure(const fl::ModelState& global,
+                                          fl::ServerContext& context) override {
+    global_ = global;
+    mean_.Reset();
+    return fl::RoundPlan();
+  }
+
   absl::Status Accumulate(fl::ClientUpdate update, fl::ServerContext& context) override {
     // WeightedMean CHECKs a positive weight; a client without data is its input to
     // reject, not our invariant to crash on.
@@ -86,6 +97,7 @@ class ServerOptimizer : public fl::Aggregator {
                                           fl::ServerContext& context) override {
     absl::StatusOr<fl::ModelState> mean_delta = mean_.Mean();
     mean_.Reset();
+    global_.reset();
     if (!mean_delta.ok()) return mean_delta.status();
     FL_RETURN_IF_ERROR(global.CheckSameLayout(*mean_delta));
     FL_RETURN_IF_ERROR(PrepareSlots(global));
@@ -107,6 +119,23 @@ class ServerOptimizer : public fl::Aggregator {
       return absl::InternalError(absl::StrCat("server optimiser step failed: ", e.what_without_backtrace()));
     }
     return next;
+  }
+
+  // Only the mean delta's sums: the moments are server state, stepped at Finalize.
+  std::optional<NamedSums> PartialSums() const override {
+    CHECK(global_.has_value()) << "PartialSums before Configure";
+    NamedSums sums;
+    mean_.AddPartialSums("", *global_, sums);
+    return sums;
+  }
+
+  absl::Status MergePartialSums(NamedSums sums) override {
+    if (!global_.has_value()) {
+      return absl::FailedPreconditionError("MergePartialSums before Configure");
+    }
+    FL_RETURN_IF_ERROR(CheckPartialSums(*PartialSums(), sums));
+    mean_.MergePartialSums("", *global_, sums);
+    return absl::OkStatus();
   }
 
   std::map<std::string, at::Tensor> SaveState() const override {
@@ -227,6 +256,9 @@ class ServerOptimizer : public fl::Aggregator {
 
   std::vector<std::string> slot_names_;
   WeightedMean mean_;
+  // This round's global model (sharing the server's storage): the layout of the
+  // partial sums of a process that accumulated nothing.
+  std::optional<fl::ModelState> global_;
   std::map<std::string, at::Tensor> state_;
 };
 

@@ -2,7 +2,8 @@
 // 2020, Eq. 2 / Algorithm 2): each client minimises
 //   h_k(w) = F_k(w) + (mu / 2) ||w - w_t||^2,
 // the proximal term keeping local models near the round's global model w_t. The
-// server averages as FedAvg does (data-size weights; buffers plainly averaged).
+// server averages as FedAvg does (data-size weights; buffers plainly averaged), a
+// sum that distributed runs all-reduce.
 //
 // Two plugins: the client hook "fedprox" (the proximal term, over parameters; it
 // composes with any aggregator), and the aggregator "fedprox" (FedAvg's averaging
@@ -102,7 +103,7 @@ class FedProx : public MeanDeltaAggregator {
 
   absl::StatusOr<fl::RoundPlan> Configure(const fl::ModelState& global,
                                           fl::ServerContext& context) override {
-    fl::RoundPlan plan;
+    FL_ASSIGN_OR_RETURN(fl::RoundPlan plan, MeanDeltaAggregator::Configure(global, context));
     plan.hooks.push_back(hook_);
     return plan;
   }

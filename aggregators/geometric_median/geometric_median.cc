@@ -22,6 +22,7 @@
 // each step takes two passes over them (the weighted sum, then the K distances).
 // Buffers take the last step's weights beta_i too, never scaled by eta; integer
 // buffers (num_batches_tracked) are rounded once, when added to the global model.
+// Distributed runs gather the round's updates to one process (no partial sums).
 //
 //   aggregator {
 //     name: "geometric_median"

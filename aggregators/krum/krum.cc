@@ -24,6 +24,7 @@
 // scoring takes K (K - 1) / 2 passes over pairs of them. Buffers take the same
 // selected clients' mean, never scaled by eta; integer buffers (num_batches_tracked)
 // are rounded once, when added to the global model.
+// Distributed runs gather the round's updates to one process (no partial sums).
 //
 //   aggregator {
 //     name: "krum"

@@ -35,6 +35,7 @@
 // iterations): sum over layers and clients of |(W - V_i0)(I - P_i)|_F^2; with
 // trace_accuracy, the test accuracy of the aggregate at those iterations too
 // (accuracy_iter_<t>, from ServerContext::test_accuracy).
+// Distributed runs gather the round's updates to one process (no partial sums).
 //
 //   aggregator {
 //     name: "maecho"

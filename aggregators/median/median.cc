@@ -13,6 +13,7 @@
 // since a median needs all K values of a coordinate at once. Buffers take the
 // median of the clients' values too, never scaled by eta; integer buffers
 // (num_batches_tracked) are rounded once, when added to the global model.
+// Distributed runs gather the round's updates to one process (no partial sums).
 //
 //   aggregator {
 //     name: "median"

@@ -8,13 +8,15 @@
 // then aggregates the clipped updates as it would any others: FedAvg by default
 // (the paper's setting), or any registered aggregator. C is either
 //   - fixed, max_norm (the paper's M): each update is clipped as it arrives and
-//     passed straight to the base, so memory is the base's; or
+//     passed straight to the base, so memory is the base's, and distributed runs
+//     all-reduce the base's sums (if it has them) with the clipped counts; or
 //   - adaptive, median_multiple times the median norm of the round's updates (the
 //     mean of the two middle norms for an even count; default, with multiple 1).
 //     The median needs every norm, so the round's updates, extras included, are held
 //     until Finalize (K models), then clipped and passed to the base in arrival
-//     order. An update the base refuses then fails the round, since the server has
-//     already counted it as accepted.
+//     order; distributed runs gather them to one process. An update the base
+//     refuses then fails the round, since the server has already counted it as
+//     accepted.
 // Only the delta is clipped: an extra that a base's hook computed from the unclipped
 // delta (FedExP's ||Delta||^2) goes on as the client sent it. The base's client
 // hooks, broadcasts, evaluation model and state pass through unchanged (SaveState
@@ -43,6 +45,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "aggregators/common/base_aggregator.h"
+#include "aggregators/common/partial_sums.h"
 #include "aggregators/norm_clip/norm_clip_options.pb.h"
 #include "aggregators/common/held_updates.h"
 #include "fl/aggregator.h"
@@ -56,6 +59,9 @@ namespace {
 using ::fedkit::aggregators::NormClipOptions;
 
 constexpr char kName[] = "norm_clip";
+// Partial-sum names of the fixed bound's counts.
+constexpr char kAccepted[] = "accepted";
+constexpr char kClipped[] = "clipped";
 
 // Scales the parameters of `delta`, whose norm is `norm`, down to norm `bound` if
 // it exceeds it; whether it did.
@@ -86,6 +92,8 @@ class NormClip : public fl::Aggregator {
 
   absl::StatusOr<fl::RoundPlan> Configure(const fl::ModelState& global,
                                           fl::ServerContext& context) override {
+    accepted_ = 0;
+    clipped_ = 0;
     return base_->Configure(global, context);
   }
 
@@ -113,6 +121,29 @@ class NormClip : public fl::Aggregator {
     FL_ASSIGN_OR_RETURN(fl::ModelState next, base_->Finalize(global, context));
     context.diagnostics["norm_clip/clipped_fraction"] = static_cast<double>(clipped) / accepted;
     return next;
+  }
+
+  // With a fixed bound, the base's sums and the counts; none with the adaptive
+  // bound, whose median needs every norm (or when the base has none).
+  std::optional<NamedSums> PartialSums() const override {
+    if (!max_norm_.has_value()) return std::nullopt;
+    std::optional<NamedSums> base = base_->PartialSums();
+    if (!base.has_value()) return std::nullopt;
+    NamedSums sums;
+    AddPrefixed(kBaseSums, *base, sums);
+    sums[kAccepted] = CountSum(accepted_);
+    sums[kClipped] = CountSum(clipped_);
+    return sums;
+  }
+
+  absl::Status MergePartialSums(NamedSums sums) override {
+    std::optional<NamedSums> expected = PartialSums();
+    if (!expected.has_value()) return fl::Aggregator::MergePartialSums(std::move(sums));
+    FL_RETURN_IF_ERROR(CheckPartialSums(*expected, sums));
+    FL_RETURN_IF_ERROR(base_->MergePartialSums(WithoutPrefix(kBaseSums, sums)));
+    accepted_ = static_cast<int>(sums.at(kAccepted).item<int64_t>());
+    clipped_ = static_cast<int>(sums.at(kClipped).item<int64_t>());
+    return absl::OkStatus();
   }
 
   std::map<std::string, at::Tensor> SaveState() const override { return base_->SaveState(); }

@@ -11,6 +11,7 @@
 //
 // The model must be a chain of linear layers (an MLP); anything else is refused
 // at the first update. Keeps every client model until Finalize.
+// Distributed runs gather the round's updates to one process (no partial sums).
 //
 //   server { one_shot: true compare { aggregator { name: "ot_fusion" } } }
 

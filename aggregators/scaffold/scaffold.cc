@@ -28,7 +28,8 @@
 // (HookContext::state) maps each parameter name to its c_i.
 //
 // An update without a matching "scaffold/delta_c" is rejected; Accumulate keeps
-// O(P) memory (a weighted sum of deltas and a sum of Delta c_i).
+// O(P) memory (a weighted sum of deltas and a sum of Delta c_i), sums that
+// distributed runs all-reduce.
 //
 //   aggregator {
 //     name: "scaffold"
@@ -57,6 +58,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "aggregators/common/fedexp_step.h"
+#include "aggregators/common/partial_sums.h"
 #include "aggregators/common/weighted_mean.h"
 #include "aggregators/scaffold/scaffold_options.pb.h"
 #include "fl/aggregator.h"
@@ -64,6 +66,7 @@
 #include "fl/model.h"
 #include "fl/registry.h"
 #include "fl/status_macros.h"
+#include "glog/logging.h"
 
 namespace aggregators {
 namespace {
@@ -74,6 +77,8 @@ using ::fedkit::aggregators::ScaffoldOptions;
 constexpr char kName[] = "scaffold";
 constexpr char kBroadcastC[] = "scaffold/c";
 constexpr char kDeltaC[] = "scaffold/delta_c";
+// Partial-sum names of sum_i Delta c_i: kDeltaCSums + parameter name.
+constexpr char kDeltaCSums[] = "delta_c/";
 // SaveState keys: kStatePrefix + parameter name.
 constexpr char kStatePrefix[] = "c/";
 constexpr int kDefaultGradientBatchSize = 256;
@@ -83,19 +88,6 @@ fl::ModelState Parameters(const fl::ModelState& state) {
   std::vector<fl::ModelState::Entry> entries;
   for (const auto& e : state.entries()) {
     if (!e.is_buffer) entries.push_back(e);
-  }
-  return fl::ModelState(std::move(entries));
-}
-
-// Same names, shapes, dtypes and flags as `state`, without storage: enough for
-// CheckSameLayout.
-fl::ModelState LayoutOf(const fl::ModelState& state) {
-  std::vector<fl::ModelState::Entry> entries;
-  for (const auto& e : state.entries()) {
-    entries.push_back({e.name,
-                       at::empty(e.tensor.sizes(),
-                                 at::TensorOptions().dtype(e.tensor.scalar_type()).device(at::kMeta)),
-                       e.is_buffer});
   }
   return fl::ModelState(std::move(entries));
 }
@@ -350,7 +342,7 @@ class Scaffold : public fl::Aggregator {
       return absl::FailedPreconditionError(
           absl::StrCat("the control variate c does not fit the global model: ", s.message()));
     }
-    layout_ = LayoutOf(global);
+    global_ = global;
     ResetRound();
     fl::RoundPlan plan;
     plan.hooks.push_back({kName, hook_options_});
@@ -359,10 +351,10 @@ class Scaffold : public fl::Aggregator {
   }
 
   absl::Status Accumulate(fl::ClientUpdate update, fl::ServerContext& context) override {
-    if (!layout_.has_value()) {
+    if (!global_.has_value()) {
       return absl::FailedPreconditionError("Accumulate called before Configure");
     }
-    if (absl::Status s = layout_->CheckSameLayout(update.delta); !s.ok()) {
+    if (absl::Status s = global_->CheckSameLayout(update.delta); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("delta: ", s.message()));
     }
     auto it = update.extras.find(kDeltaC);
@@ -398,7 +390,7 @@ class Scaffold : public fl::Aggregator {
           absl::StrCat(mean_.count(), " updates accepted, but the server context counts only ",
                        context.num_clients, " clients (num_clients)"));
     }
-    if (absl::Status s = layout_->CheckSameLayout(global); !s.ok()) {
+    if (absl::Status s = global_->CheckSameLayout(global); !s.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("global model differs from the one configured: ", s.message()));
     }
@@ -414,7 +406,28 @@ class Scaffold : public fl::Aggregator {
                                    : static_cast<double>(context.num_clients)),
              *delta_c_sum_);
     ResetRound();
+    global_.reset();
     return next;
+  }
+
+  std::optional<NamedSums> PartialSums() const override {
+    CHECK(global_.has_value()) << "PartialSums before Configure";
+    NamedSums sums;
+    mean_.AddPartialSums("", *global_, sums);
+    if (extrapolation_.has_value()) norms_.AddPartialSums("sq_norm/", sums);
+    AddStateSums(kDeltaCSums, delta_c_sum_.has_value() ? *delta_c_sum_ : c_->ZerosLike(), sums);
+    return sums;
+  }
+
+  absl::Status MergePartialSums(NamedSums sums) override {
+    if (!global_.has_value()) {
+      return absl::FailedPreconditionError("MergePartialSums before Configure");
+    }
+    FL_RETURN_IF_ERROR(CheckPartialSums(*PartialSums(), sums));
+    mean_.MergePartialSums("", *global_, sums);
+    if (extrapolation_.has_value()) norms_.MergePartialSums("sq_norm/", sums);
+    delta_c_sum_ = StateFromSums(kDeltaCSums, *c_, sums);
+    return absl::OkStatus();
   }
 
   std::map<std::string, at::Tensor> SaveState() const override {
@@ -446,7 +459,7 @@ class Scaffold : public fl::Aggregator {
     restored_.reset();
     if (!restored.empty()) restored_ = std::move(restored);
     ResetRound();
-    layout_.reset();
+    global_.reset();
     return absl::OkStatus();
   }
 
@@ -507,8 +520,9 @@ class Scaffold : public fl::Aggregator {
   // Configure (from restored_ when a checkpoint was restored).
   std::optional<fl::ModelState> c_;
   std::optional<std::map<std::string, at::Tensor>> restored_;
-  // Layout of this round's global model (storage-free), for checking updates.
-  std::optional<fl::ModelState> layout_;
+  // This round's global model (sharing the server's storage), for checking updates
+  // and as the layout of the partial sums of a process that accumulated nothing.
+  std::optional<fl::ModelState> global_;
   const std::optional<FedExpStepConfig> extrapolation_;
   WeightedMean mean_;
   SquaredNormMean norms_;  // for SCAFFOLD(ExP)'s eta_g

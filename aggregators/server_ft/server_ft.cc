@@ -5,8 +5,9 @@
 // never decayed, momentum carried across rounds) for server_epochs = 20 passes over
 // the proxy set in shuffled minibatches of 128, in train mode (BatchNorm statistics
 // move with the proxy batches). The FedAvg aggregate includes the clients' buffers,
-// as the code's state_dict average does. Diagnostics: proxy_loss_before,
-// proxy_loss_after.
+// as the code's state_dict average does; its weighted sum is all-reduced in
+// distributed runs, and the fine-tuning follows on one process. Diagnostics:
+// proxy_loss_before, proxy_loss_after.
 //
 //   server { proxy { split: TEST size: 200 } }
 //   aggregator {

@@ -7,8 +7,9 @@
 // model's last parameter of 2 or more dimensions; the client's classes come from
 // the "class_counts" hook, which this aggregator plans.
 //
-// Streaming: O(P) memory whatever the number of clients. Used in multi-round FL
-// it is this same average of the round's cohort.
+// Streaming: O(P) memory whatever the number of clients; the sums and per-class
+// holder counts are all-reduced in distributed runs. Used in multi-round FL it is
+// this same average of the round's cohort.
 //
 //   aggregator { name: "split_average" }
 //   server { one_shot: true compare { aggregator { name: "split_average" } } }
@@ -18,10 +19,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "aggregators/common/class_aware_mean.h"
+#include "aggregators/common/partial_sums.h"
 #include "aggregators/split_average/split_average_options.pb.h"
 #include "fl/aggregator.h"
 #include "fl/registry.h"
 #include "fl/status_macros.h"
+#include "glog/logging.h"
 
 namespace aggregators {
 namespace {
@@ -42,6 +45,7 @@ class SplitAverage : public fl::Aggregator {
                                           fl::ServerContext&) override {
     FL_ASSIGN_OR_RETURN(ClassifierEntries classifier, FindClassifier(global));
     mean_.emplace(classifier);
+    global_ = global;
     fl::RoundPlan plan;
     plan.hooks.push_back(ClassCountsRequest());
     return plan;
@@ -57,7 +61,24 @@ class SplitAverage : public fl::Aggregator {
   absl::StatusOr<fl::ModelState> Finalize(const fl::ModelState& global,
                                           fl::ServerContext&) override {
     if (!mean_.has_value()) return absl::FailedPreconditionError("Finalize before Configure");
+    global_.reset();
     return mean_->StepFrom(global);
+  }
+
+  std::optional<NamedSums> PartialSums() const override {
+    CHECK(global_.has_value()) << "PartialSums before Configure";
+    NamedSums sums;
+    mean_->AddPartialSums("", *global_, sums);
+    return sums;
+  }
+
+  absl::Status MergePartialSums(NamedSums sums) override {
+    if (!global_.has_value()) {
+      return absl::FailedPreconditionError("MergePartialSums before Configure");
+    }
+    FL_RETURN_IF_ERROR(CheckPartialSums(*PartialSums(), sums));
+    mean_->MergePartialSums("", *global_, sums);
+    return absl::OkStatus();
   }
 
  private:
@@ -65,6 +86,9 @@ class SplitAverage : public fl::Aggregator {
 
   const int64_t min_class_examples_;
   std::optional<ClassAwareMean> mean_;
+  // This round's global model (sharing the server's storage): the layout of the
+  // partial sums of a process that accumulated nothing.
+  std::optional<fl::ModelState> global_;
 };
 
 absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateSplitAverage(

@@ -16,6 +16,7 @@
 // since trimming needs all K values of a coordinate at once. Buffers take the
 // trimmed mean of the clients' values too, never scaled by eta; integer buffers
 // (num_batches_tracked) are rounded once, when added to the global model.
+// Distributed runs gather the round's updates to one process (no partial sums).
 //
 //   aggregator {
 //     name: "trimmed_mean"
