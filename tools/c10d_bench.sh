@@ -8,7 +8,7 @@
 # from) gets report.md and every run's output. Two specs: LeNet-5 (29k
 # parameters; training dominates) and an MLP 784-1024-1024-10 (1.9M parameters;
 # 7.6 MB a model, so traffic shows), both on 16k Fashion-MNIST images, 16 clients,
-# 8 a round, 25 local steps of batch 32, 4 rounds, evaluated once at the end.
+# 8 a round, 25 local steps of batch 32, 8 rounds, evaluated once at the end.
 # Nothing else should run on the machine meanwhile: these are timings.
 set -euo pipefail
 
@@ -38,7 +38,7 @@ dataset {
 partition { name: "iid" num_clients: 16 }
 model { name: "lenet5" }
 client { steps: 25 batch_size: 32 optimizer { kind: SGD lr: 0.05 momentum: 0.9 } }
-server { rounds: 4 clients_per_round: 8 eval_every: 4 }
+server { rounds: 8 clients_per_round: 8 eval_every: 8 }
 aggregator { name: "fedavg" }
 output { checkpoint_every: 0 }
 SPEC
@@ -87,10 +87,10 @@ lines = [l.rstrip("\n").split("\t") for l in open(rows_path)][1:]
 groups = collections.OrderedDict()
 for model, processes, merge, repeat, wall, payload, loopback, rss in lines:
     groups.setdefault((model, processes, merge), []).append((float(wall), int(payload), int(loopback), float(rss)))
-rounds = 4
+rounds = 8
 out = ["# Distributed runs on one host: c10d (Gloo over TCP loopback)", "",
        "`bazel run -c opt //tools:c10d_bench -- --repeats %s`; 16 Fashion-MNIST clients, 8 a round," % repeats,
-       "25 local steps of batch 32, FedAvg, 4 rounds. Round time: the server loop's wall time / 4",
+       "25 local steps of batch 32, FedAvg, 8 rounds. Round time: the server loop's wall time / 8",
        "(median over the repeats, min-max in brackets); in-process uses its default thread budget",
        "(2 workers x 1 thread here). Payload: the bytes all ranks handed to collectives per round",
        "(tensors per all-reduce, broadcasts counted once, messages to rank 0). Loopback: bytes",
