@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Draws a sweep's curves.png from the JSON the sweep tool writes (report.h).
+
+Usage: curves.py DATA.json OUT.png
+
+Top panel: per variant, the curve column's mean over its seeds per evaluated
+round, with the min-max band over the seeds. One panel below per diagnostic:
+each variant's mean over its seeds per round. Exits 3 when matplotlib cannot be
+imported, so that the tool warns instead of failing the sweep.
+"""
+import json
+import sys
+
+
+def main(data_path, png_path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.ticker import MaxNLocator
+    except ImportError:
+        print("matplotlib is not importable (apt-get install python3-matplotlib)")
+        return 3
+    with open(data_path) as f:
+        data = json.load(f)
+    panels = 1 + len(data["diagnostics"])
+    fig, axes = plt.subplots(panels, 1, figsize=(7.5, 4.5 + 2.5 * (panels - 1)), sharex=True,
+                             squeeze=False)
+    axes = axes[:, 0]
+    scale = 100 if data["percent"] else 1
+    for i, variant in enumerate(data["variants"]):
+        color = f"C{i % 10}"
+        rounds = variant["rounds"]
+        axes[0].plot(rounds, [scale * v for v in variant["mean"]], color=color,
+                     label=f"{variant['label']} ({variant['runs']} seeds)")
+        if variant["runs"] > 1:
+            axes[0].fill_between(rounds, [scale * v for v in variant["min"]],
+                                 [scale * v for v in variant["max"]], color=color, alpha=0.2,
+                                 linewidth=0)
+    axes[0].set_ylabel(data["column"] + (" (%)" if data["percent"] else ""))
+    axes[0].set_title(f"{data['title']} (band: min-max over seeds)")
+    axes[0].legend(fontsize=8)
+    labels = [v["label"] for v in data["variants"]]
+    for ax, panel in zip(axes[1:], data["diagnostics"]):
+        for variant in panel["variants"]:
+            color = f"C{labels.index(variant['label']) % 10}"
+            ax.plot(variant["rounds"], variant["mean"], color=color, linewidth=1,
+                    label=variant["label"])
+        ax.set_ylabel(f"{panel['name']} (mean)")
+        ax.legend(fontsize=8)
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    axes[-1].set_xlabel("round")
+    axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
+    fig.tight_layout()
+    fig.savefig(png_path, dpi=120)
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit("usage: curves.py DATA.json OUT.png")
+    sys.exit(main(sys.argv[1], sys.argv[2]))

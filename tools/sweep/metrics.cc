@@ -1,0 +1,288 @@
+#include "tools/sweep/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "fl/json.h"
+
+namespace sweep {
+namespace {
+
+constexpr char kDefaultColumn[] = "test_accuracy";
+constexpr int kDefaultK = 10;
+
+std::optional<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+absl::StatusOr<CsvTable> ParseCsv(absl::string_view text, absl::string_view source) {
+  CsvTable table;
+  int line_number = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_number;
+    line = absl::StripSuffix(line, "\r");
+    if (line.empty()) continue;
+    std::vector<std::string> cells = absl::StrSplit(line, ',');
+    if (table.header.empty()) {
+      table.header = std::move(cells);
+      continue;
+    }
+    if (cells.size() != table.header.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ":", line_number, ": ", cells.size(),
+                                                     " cells, the header has ",
+                                                     table.header.size()));
+    }
+    table.rows.push_back(std::move(cells));
+  }
+  if (table.header.empty()) return absl::InvalidArgumentError(absl::StrCat(source, ": empty"));
+  return table;
+}
+
+absl::StatusOr<Series> ColumnSeries(const CsvTable& table, absl::string_view column,
+                                    absl::string_view source) {
+  const auto find = [&](absl::string_view name) {
+    return std::find(table.header.begin(), table.header.end(), name) - table.header.begin();
+  };
+  const size_t round_index = find("round");
+  const size_t value_index = find(column);
+  if (round_index == table.header.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": no column \"round\""));
+  }
+  if (value_index == table.header.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": no column \"", column, "\""));
+  }
+  Series series;
+  for (size_t i = 0; i < table.rows.size(); ++i) {
+    const std::vector<std::string>& row = table.rows[i];
+    if (row[value_index].empty()) continue;
+    Point point;
+    if (!absl::SimpleAtoi(row[round_index], &point.round) ||
+        !absl::SimpleAtod(row[value_index], &point.value)) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": row ", i + 1, ": round \"",
+                                                     row[round_index], "\", ", column, " \"",
+                                                     row[value_index], "\" are not numbers"));
+    }
+    if (!std::isnan(point.value)) series.push_back(point);
+  }
+  return series;
+}
+
+std::optional<std::string> FindDiagnosticColumn(const std::vector<std::string>& header,
+                                                absl::string_view name) {
+  for (const std::string& column : header) {
+    if (column == name) return column;
+  }
+  const std::string suffix = absl::StrCat("/", name);
+  for (const std::string& column : header) {
+    if (absl::EndsWith(column, suffix)) return column;
+  }
+  return std::nullopt;
+}
+
+void FillDefaults(Metric& metric) {
+  if (metric.column().empty()) metric.set_column(kDefaultColumn);
+  if (!metric.has_k()) metric.set_k(kDefaultK);
+  if (!metric.has_lower_is_better()) {
+    metric.set_lower_is_better(absl::EndsWith(metric.column(), "loss"));
+  }
+  if (!metric.label().empty()) return;
+  std::string label;
+  switch (metric.kind()) {
+    case Metric::FINAL:
+      label = "final";
+      break;
+    case Metric::BEST:
+      label = "best";
+      break;
+    case Metric::LAST_K_MEAN:
+      label = absl::StrCat("last ", metric.k(), " mean");
+      break;
+    case Metric::SUM:
+      label = "total";
+      break;
+    case Metric::ROUNDS_TO:
+      label = IsAccuracyColumn(metric.column())
+                  ? absl::StrFormat("rounds to %g%%", 100 * metric.target())
+                  : absl::StrFormat("rounds to %g", metric.target());
+      break;
+    default:
+      label = "?";
+  }
+  if (metric.column() != kDefaultColumn) absl::StrAppend(&label, " ", metric.column());
+  metric.set_label(label);
+}
+
+std::string MetricName(const Metric& metric) {
+  switch (metric.kind()) {
+    case Metric::FINAL:
+      return absl::StrCat("final_", metric.column());
+    case Metric::BEST:
+      return absl::StrCat("best_", metric.column());
+    case Metric::LAST_K_MEAN:
+      return absl::StrCat("last", metric.k(), "_mean_", metric.column());
+    case Metric::ROUNDS_TO:
+      return absl::StrFormat("rounds_to_%g_%s", metric.target(), metric.column());
+    case Metric::SUM:
+      return absl::StrCat("sum_", metric.column());
+    default:
+      return metric.column();
+  }
+}
+
+bool IsAccuracyColumn(absl::string_view column) { return absl::StrContains(column, "accuracy"); }
+
+MetricValue ComputeMetric(const Metric& metric, const Series& series) {
+  MetricValue result;
+  if (metric.kind() == Metric::ROUNDS_TO) {
+    // A run with no evaluated round never reached the target either.
+    result.available = true;
+    for (const Point& point : series) {
+      if (metric.lower_is_better() ? point.value <= metric.target()
+                                   : point.value >= metric.target()) {
+        result.value = point.round;
+        break;
+      }
+    }
+    return result;
+  }
+  if (series.empty()) return result;
+  result.available = true;
+  switch (metric.kind()) {
+    case Metric::FINAL:
+      result.value = series.back().value;
+      break;
+    case Metric::BEST: {
+      const auto less = [](const Point& a, const Point& b) { return a.value < b.value; };
+      result.value = metric.lower_is_better()
+                         ? std::min_element(series.begin(), series.end(), less)->value
+                         : std::max_element(series.begin(), series.end(), less)->value;
+      break;
+    }
+    case Metric::LAST_K_MEAN: {
+      const size_t count = std::min<size_t>(series.size(), metric.k());
+      double sum = 0.0;
+      for (size_t i = series.size() - count; i < series.size(); ++i) sum += series[i].value;
+      result.value = sum / count;
+      break;
+    }
+    case Metric::SUM: {
+      double sum = 0.0;
+      for (const Point& point : series) sum += point.value;
+      result.value = sum;
+      break;
+    }
+    default:
+      result.available = false;
+  }
+  return result;
+}
+
+std::optional<double> SummaryNumber(absl::string_view json, absl::string_view key) {
+  const std::string quoted = absl::StrCat("\"", key, "\"");
+  const size_t at = json.find(quoted);
+  if (at == absl::string_view::npos) return std::nullopt;
+  absl::string_view rest = absl::StripLeadingAsciiWhitespace(json.substr(at + quoted.size()));
+  if (!absl::ConsumePrefix(&rest, ":")) return std::nullopt;
+  rest = absl::StripLeadingAsciiWhitespace(rest);
+  const size_t end = rest.find_first_of(",}\n");
+  double value = 0.0;
+  if (!absl::SimpleAtod(absl::StripTrailingAsciiWhitespace(rest.substr(0, end)), &value)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::string LogTrailer(const std::string& how, double wall_seconds, double max_rss_mb) {
+  return absl::StrFormat("%s{\"how\": %s, \"wall_seconds\": %.3f, \"max_rss_mb\": %.1f}\n",
+                         kLogTrailerPrefix, fl::JsonString(how), wall_seconds, max_rss_mb);
+}
+
+RunData LoadRunData(const std::string& dir, const std::string& log,
+                    const fedkit::sweep::SweepSpec& spec) {
+  RunData data;
+  data.metrics.resize(spec.metrics_size());
+  std::optional<double> trailer_rss;
+  if (std::optional<std::string> text = ReadFile(log)) {
+    // One trailer per attempt: a run interrupted and continued from its
+    // checkpoint took the sum of their times.
+    const std::string marker = absl::StrCat("\n", kLogTrailerPrefix);
+    for (size_t at = text->find(marker); at != std::string::npos; at = text->find(marker, at + 1)) {
+      const absl::string_view trailer = absl::string_view(*text).substr(at + 1);
+      if (std::optional<double> seconds = SummaryNumber(trailer, "wall_seconds")) {
+        data.wall_seconds = data.wall_seconds.value_or(0.0) + *seconds;
+      }
+      if (std::optional<double> rss = SummaryNumber(trailer, "max_rss_mb")) {
+        trailer_rss = std::max(trailer_rss.value_or(0.0), *rss);
+      }
+    }
+  }
+  if (std::optional<std::string> summary = ReadFile(dir + "/summary.json")) {
+    if (!data.wall_seconds.has_value()) data.wall_seconds = SummaryNumber(*summary, "wall_seconds");
+    data.peak_rss_mb = SummaryNumber(*summary, "peak_rss_mb");
+  }
+  if (!data.peak_rss_mb.has_value()) data.peak_rss_mb = trailer_rss;
+
+  const std::string metrics_path = dir + "/metrics.csv";
+  std::optional<std::string> text = ReadFile(metrics_path);
+  if (!text.has_value()) {
+    data.problems.push_back(absl::StrCat("cannot read ", metrics_path));
+    return data;
+  }
+  absl::StatusOr<CsvTable> table = ParseCsv(*text, metrics_path);
+  if (!table.ok()) {
+    data.problems.emplace_back(table.status().message());
+    return data;
+  }
+  for (int i = 0; i < spec.metrics_size(); ++i) {
+    absl::StatusOr<Series> series = ColumnSeries(*table, spec.metrics(i).column(), metrics_path);
+    if (series.ok()) {
+      data.metrics[i] = ComputeMetric(spec.metrics(i), *series);
+    } else {
+      data.problems.emplace_back(series.status().message());
+    }
+  }
+  if (absl::StatusOr<Series> curve = ColumnSeries(*table, spec.curve_column(), metrics_path);
+      curve.ok()) {
+    data.curve = *std::move(curve);
+  } else {
+    data.problems.emplace_back(curve.status().message());
+  }
+
+  if (spec.diagnostics().empty()) return data;
+  const std::string diagnostics_path = dir + "/diagnostics.csv";
+  // A run whose aggregator reports nothing has no diagnostics.csv: not a problem.
+  text = ReadFile(diagnostics_path);
+  if (!text.has_value()) return data;
+  table = ParseCsv(*text, diagnostics_path);
+  if (!table.ok()) {
+    data.problems.emplace_back(table.status().message());
+    return data;
+  }
+  for (const std::string& name : spec.diagnostics()) {
+    std::optional<std::string> column = FindDiagnosticColumn(table->header, name);
+    if (!column.has_value()) continue;
+    absl::StatusOr<Series> series = ColumnSeries(*table, *column, diagnostics_path);
+    if (series.ok()) {
+      data.diagnostics[name] = *std::move(series);
+    } else {
+      data.problems.emplace_back(series.status().message());
+    }
+  }
+  return data;
+}
+
+}  // namespace sweep

@@ -1,0 +1,455 @@
+#include "tools/sweep/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "fl/json.h"
+
+namespace sweep {
+namespace {
+
+using fedkit::sweep::SweepSpec;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+bool IsRoundsTo(const Metric& metric) { return metric.kind() == Metric::ROUNDS_TO; }
+
+// Shown as a percentage: an accuracy (not a count or a total of one) without a
+// scale of its own.
+bool IsPercent(const Metric& metric) {
+  return !IsRoundsTo(metric) && metric.kind() != Metric::SUM && IsAccuracyColumn(metric.column()) &&
+         !metric.has_scale();
+}
+
+// How a metric's numbers are shown: times `scale`, with `decimals` decimals.
+struct Display {
+  double scale = 1.0;
+  int decimals = 0;
+};
+
+// Percent with 2 decimals for accuracies, rounds with 1 (means over seeds), else
+// times the metric's scale with the decimals that give `reference` (the mean the
+// numbers go with) 4 significant digits, so that its sd and range share them.
+Display DisplayOf(const Metric& metric, double reference) {
+  if (IsRoundsTo(metric)) return {1.0, 1};
+  if (IsPercent(metric)) return {100.0, 2};
+  Display display{metric.has_scale() ? metric.scale() : 1.0, 0};
+  const double shown = std::fabs(display.scale * reference);
+  if (shown > 0 && std::isfinite(shown)) {
+    display.decimals = std::clamp(3 - static_cast<int>(std::floor(std::log10(shown))), 0, 9);
+  }
+  return display;
+}
+
+std::string Format(const Display& display, double value, bool sign = false) {
+  return absl::StrFormat(sign ? "%+.*f" : "%.*f", display.decimals, display.scale * value);
+}
+
+// The variant `variant`'s paired differences are to.
+const std::string& BaselineOf(const SweepSpec& spec, const SweepSpec::Variant& variant) {
+  return variant.baseline().empty() ? spec.baseline() : variant.baseline();
+}
+
+std::string FormatSeconds(double seconds) {
+  if (seconds < 60) return absl::StrFormat("%.1f s", seconds);
+  const int64_t whole = std::llround(seconds);
+  if (whole < 3600) return absl::StrFormat("%dm %02ds", whole / 60, whole % 60);
+  return absl::StrFormat("%dh %02dm", whole / 3600, whole % 3600 / 60);
+}
+
+std::string Cell(absl::string_view text) { return absl::StrReplaceAll(text, {{"|", "\\|"}}); }
+
+std::string Row(const std::vector<std::string>& cells) {
+  return absl::StrCat("| ", absl::StrJoin(cells, " | "), " |\n");
+}
+
+// The header rule: the first `text` columns left-aligned, the numbers right.
+std::string Rule(size_t columns, size_t text = 1) {
+  std::vector<std::string> cells(columns, "---:");
+  for (size_t i = 0; i < text; ++i) cells[i] = "---";
+  return Row(cells);
+}
+
+const char* StatusText(RunStatus status) {
+  switch (status) {
+    case RunStatus::kFailed:
+      return "failed";
+    case RunStatus::kIncomplete:
+      return "incomplete (no summary.json)";
+    case RunStatus::kNotRun:
+      return "not run";
+    case RunStatus::kFinished:
+      break;
+  }
+  return "finished";
+}
+
+// The runs of one variant, by seed.
+std::map<uint64_t, const RunRecord*> RunsOf(const std::vector<RunRecord>& runs,
+                                            const std::string& variant) {
+  std::map<uint64_t, const RunRecord*> by_seed;
+  for (const RunRecord& run : runs) {
+    if (run.variant == variant) by_seed[run.seed] = &run;
+  }
+  return by_seed;
+}
+
+// Metric `m` by seed over the finished runs that give it; for ROUNDS_TO only the
+// seeds that reached the target.
+std::map<uint64_t, double> ValuesBySeed(const std::map<uint64_t, const RunRecord*>& runs, int m) {
+  std::map<uint64_t, double> values;
+  for (const auto& [seed, run] : runs) {
+    if (run->status != RunStatus::kFinished) continue;
+    const MetricValue& value = run->data.metrics[m];
+    if (value.available && value.value.has_value()) values[seed] = *value.value;
+  }
+  return values;
+}
+
+std::vector<double> Values(const std::map<uint64_t, double>& by_seed) {
+  std::vector<double> values;
+  for (const auto& [seed, value] : by_seed) values.push_back(value);
+  return values;
+}
+
+std::string MeanSd(const Metric& metric, const SeedStats& stats) {
+  const Display display = DisplayOf(metric, stats.mean);
+  std::string text = Format(display, stats.mean);
+  if (stats.n >= 2) absl::StrAppend(&text, " ± ", Format(display, stats.sd));
+  return text;
+}
+
+// The results-table cell of metric `m` for one variant's runs.
+std::string ResultCell(const Metric& metric, int m,
+                       const std::map<uint64_t, const RunRecord*>& runs, size_t seeds) {
+  const std::map<uint64_t, double> by_seed = ValuesBySeed(runs, m);
+  if (IsRoundsTo(metric)) {
+    int available = 0;
+    for (const auto& [seed, run] : runs) {
+      available += run->status == RunStatus::kFinished && run->data.metrics[m].available;
+    }
+    if (available == 0) return "n/a";
+    if (by_seed.empty()) return absl::StrCat("not reached (0/", available, ")");
+    return absl::StrCat(MeanSd(metric, Summarize(Values(by_seed))), " (", by_seed.size(), "/",
+                        available, " reached)");
+  }
+  if (by_seed.empty()) return "n/a";
+  std::string text = MeanSd(metric, Summarize(Values(by_seed)));
+  if (by_seed.size() < seeds) absl::StrAppend(&text, " (n=", by_seed.size(), ")");
+  return text;
+}
+
+std::set<uint64_t> FinishedSeeds(const std::map<uint64_t, const RunRecord*>& runs) {
+  std::set<uint64_t> seeds;
+  for (const auto& [seed, run] : runs) {
+    if (run->status == RunStatus::kFinished) seeds.insert(seed);
+  }
+  return seeds;
+}
+
+// A variant's row of the results table: each metric over its seeds, wall time,
+// peak memory.
+std::string ResultRow(const SweepSpec& spec, const SweepSpec::Variant& variant,
+                      const std::map<uint64_t, const RunRecord*>& by_seed, bool is_baseline,
+                      size_t seeds) {
+  std::string label = Cell(variant.label());
+  std::vector<double> walls;
+  std::optional<double> peak;
+  for (const auto& [seed, run] : by_seed) {
+    if (!run->stale.empty()) label = absl::StrCat(Cell(variant.label()), " †");
+    if (run->status != RunStatus::kFinished) continue;
+    if (run->data.wall_seconds.has_value()) walls.push_back(*run->data.wall_seconds);
+    if (run->data.peak_rss_mb.has_value()) {
+      peak = std::max(peak.value_or(0), *run->data.peak_rss_mb);
+    }
+  }
+  if (is_baseline) absl::StrAppend(&label, " (baseline)");
+  std::vector<std::string> cells = {label};
+  for (int m = 0; m < spec.metrics_size(); ++m) {
+    cells.push_back(ResultCell(spec.metrics(m), m, by_seed, seeds));
+  }
+  cells.push_back(walls.empty() ? "n/a" : FormatSeconds(Summarize(walls).mean));
+  cells.push_back(peak.has_value() ? absl::StrFormat("%.0f MB", *peak) : "n/a");
+  return Row(cells);
+}
+
+// The differences-table cell of metric `m`: mean [min, max] over the seeds both
+// have it; `both`: how many seeds both finished.
+std::string DifferenceCell(const Metric& metric, int m,
+                           const std::map<uint64_t, const RunRecord*>& variant,
+                           const std::map<uint64_t, const RunRecord*>& baseline, size_t both) {
+  const PairedDifference d = PairedDifferences(ValuesBySeed(variant, m), ValuesBySeed(baseline, m));
+  if (d.n == 0) return "n/a";
+  const Display display = DisplayOf(metric, d.mean);
+  std::string text = Format(display, d.mean, /*sign=*/true);
+  if (d.n >= 2) {
+    // Each ROUNDS_TO difference is one of two rounds: a whole number.
+    const Display bounds = IsRoundsTo(metric) ? Display{1.0, 0} : display;
+    absl::StrAppend(&text, " [", Format(bounds, d.min, true), ", ", Format(bounds, d.max, true),
+                    "]");
+  }
+  if (static_cast<size_t>(d.n) < both) absl::StrAppend(&text, " (n=", d.n, ")");
+  return text;
+}
+
+// The stale, failed, missing and unreadable runs, each section only when it has any.
+std::string RunLists(const std::vector<RunRecord>& runs) {
+  std::string stale;
+  std::string missing;
+  std::string problems;
+  for (const RunRecord& run : runs) {
+    const std::string name = absl::StrCat("- `", run.variant, "` seed ", run.seed, ": ");
+    if (!run.stale.empty()) absl::StrAppend(&stale, name, run.stale, "\n");
+    if (run.status != RunStatus::kFinished) {
+      absl::StrAppend(&missing, name, StatusText(run.status));
+      if (run.status != RunStatus::kNotRun) {
+        absl::StrAppend(&missing, ", see [", run.log, "](", run.log, ")");
+      }
+      absl::StrAppend(&missing, "\n");
+    }
+    for (const std::string& problem : run.data.problems) {
+      absl::StrAppend(&problems, name, problem, "\n");
+    }
+  }
+  std::string md;
+  if (!stale.empty()) {
+    absl::StrAppend(&md, "\n## Stale runs\n\n",
+                    "Their spec.textproto differs from what the sweep asks now (output and "
+                    "simulation aside); their numbers are in the tables above. "
+                    "--rerun_stale runs them again.\n\n",
+                    stale);
+  }
+  if (!missing.empty()) absl::StrAppend(&md, "\n## Failed and missing runs\n\n", missing);
+  if (!problems.empty()) absl::StrAppend(&md, "\n## Unreadable results\n\n", problems);
+  return md;
+}
+
+std::string Json(double value) { return absl::StrFormat("%.6g", value); }
+
+template <typename T>
+std::string JsonArray(const std::vector<T>& values) {
+  std::vector<std::string> cells;
+  for (const T& value : values) cells.push_back(Json(value));
+  return absl::StrCat("[", absl::StrJoin(cells, ", "), "]");
+}
+
+}  // namespace
+
+SeedStats Summarize(const std::vector<double>& values) {
+  SeedStats stats;
+  stats.n = static_cast<int>(values.size());
+  stats.mean = stats.sd = kNaN;
+  if (values.empty()) return stats;
+  double sum = 0.0;
+  for (double value : values) sum += value;
+  stats.mean = sum / stats.n;
+  if (stats.n < 2) return stats;
+  double squares = 0.0;
+  for (double value : values) squares += (value - stats.mean) * (value - stats.mean);
+  stats.sd = std::sqrt(squares / (stats.n - 1));
+  return stats;
+}
+
+PairedDifference PairedDifferences(const std::map<uint64_t, double>& variant,
+                                   const std::map<uint64_t, double>& baseline) {
+  std::vector<double> differences;
+  for (const auto& [seed, value] : variant) {
+    auto it = baseline.find(seed);
+    if (it != baseline.end()) differences.push_back(value - it->second);
+  }
+  PairedDifference result;
+  result.n = static_cast<int>(differences.size());
+  if (differences.empty()) return result;
+  result.mean = Summarize(differences).mean;
+  result.min = *std::min_element(differences.begin(), differences.end());
+  result.max = *std::max_element(differences.begin(), differences.end());
+  return result;
+}
+
+Band CombineSeries(const std::vector<const Series*>& series) {
+  Band band;
+  if (series.empty()) return band;
+  std::vector<std::map<int, double>> by_round;
+  for (const Series* one : series) {
+    std::map<int, double>& values = by_round.emplace_back();
+    for (const Point& point : *one) values[point.round] = point.value;
+  }
+  for (const auto& [round, first] : by_round[0]) {
+    double sum = 0.0;
+    double low = first;
+    double high = first;
+    bool everywhere = true;
+    for (const std::map<int, double>& values : by_round) {
+      auto it = values.find(round);
+      if (it == values.end()) {
+        everywhere = false;
+        break;
+      }
+      sum += it->second;
+      low = std::min(low, it->second);
+      high = std::max(high, it->second);
+    }
+    if (!everywhere) continue;
+    band.rounds.push_back(round);
+    band.mean.push_back(sum / series.size());
+    band.min.push_back(low);
+    band.max.push_back(high);
+  }
+  return band;
+}
+
+std::string RunsCsv(const SweepSpec& spec, const std::vector<RunRecord>& runs) {
+  std::vector<std::string> header = {"variant", "seed"};
+  for (const Metric& metric : spec.metrics()) header.push_back(MetricName(metric));
+  header.insert(header.end(), {"wall_seconds", "peak_rss_mb", "stale"});
+  std::string csv = absl::StrCat(absl::StrJoin(header, ","), "\n");
+  const auto number = [](const std::optional<double>& value) {
+    return value.has_value() ? absl::StrFormat("%.6g", *value) : std::string();
+  };
+  for (const RunRecord& run : runs) {
+    if (run.status != RunStatus::kFinished) continue;
+    std::vector<std::string> cells = {run.variant, absl::StrCat(run.seed)};
+    // Empty cells: not reached (ROUNDS_TO), or not available.
+    for (const MetricValue& value : run.data.metrics) cells.push_back(number(value.value));
+    cells.push_back(number(run.data.wall_seconds));
+    cells.push_back(number(run.data.peak_rss_mb));
+    cells.push_back(run.stale.empty() ? "false" : "true");
+    absl::StrAppend(&csv, absl::StrJoin(cells, ","), "\n");
+  }
+  return csv;
+}
+
+std::string TableMarkdown(const SweepSpec& spec, const TableContext& context,
+                          const std::vector<RunRecord>& runs) {
+  const size_t seeds = context.seeds.size();
+  std::map<std::string, std::string> labels;
+  for (const auto& variant : spec.variants()) labels[variant.name()] = variant.label();
+
+  int finished = 0;
+  int failed = 0;
+  int stale = 0;
+  for (const RunRecord& run : runs) {
+    finished += run.status == RunStatus::kFinished;
+    failed += run.status == RunStatus::kFailed;
+    stale += !run.stale.empty();
+  }
+  std::string md = absl::StrCat("# ", spec.title(), "\n\n");
+  for (const std::string& note : spec.notes()) absl::StrAppend(&md, note, "\n\n");
+  absl::StrAppend(&md, "Reproduce: `", context.command, "`\n\n", "Base spec: `", context.base_spec,
+                  "`. Seeds: ", absl::StrJoin(context.seeds, ", "), ". ", spec.variants_size(),
+                  " variants x ", seeds, " seeds: ", finished, " of ", runs.size(),
+                  " runs finished", failed > 0 ? absl::StrCat(", ", failed, " failed") : "",
+                  stale > 0 ? absl::StrCat(", ", stale, " stale (marked †)") : "", ".\n\n");
+
+  bool accuracy = false;
+  bool rounds_to = false;
+  for (const Metric& metric : spec.metrics()) {
+    accuracy |= IsPercent(metric);
+    rounds_to |= IsRoundsTo(metric);
+  }
+  // The variants others are compared to, and whether that is not the sweep's
+  // baseline alone (then the differences table names each row's).
+  std::set<std::string> baselines = {spec.baseline()};
+  bool own_baselines = false;
+  for (const auto& variant : spec.variants()) {
+    if (BaselineOf(spec, variant) == variant.name()) continue;
+    baselines.insert(BaselineOf(spec, variant));
+    own_baselines |= BaselineOf(spec, variant) != spec.baseline();
+  }
+
+  absl::StrAppend(&md, "## Results\n\n",
+                  "Mean ± sample standard deviation over the seeds; (n=k): only k of the ", seeds,
+                  " seeds finished.", accuracy ? " Accuracies in %." : "",
+                  rounds_to ? " Rounds to a target: mean over the seeds that reached it." : "",
+                  " Wall time: mean per run; peak RSS: the largest.\n\n");
+  std::vector<std::string> header = {"variant"};
+  for (const Metric& metric : spec.metrics()) header.push_back(Cell(metric.label()));
+  header.insert(header.end(), {"wall time", "peak RSS"});
+  absl::StrAppend(&md, Row(header), Rule(header.size()));
+  for (const auto& variant : spec.variants()) {
+    absl::StrAppend(&md, ResultRow(spec, variant, RunsOf(runs, variant.name()),
+                                   baselines.count(variant.name()) > 0, seeds));
+  }
+
+  const std::string baseline_label =
+      own_baselines ? std::string("its baseline") : Cell(labels[spec.baseline()]);
+  absl::StrAppend(
+      &md, "\n## Paired differences", own_baselines ? "" : absl::StrCat(" to ", baseline_label),
+      "\n\n", "Seed by seed, variant − ", baseline_label, own_baselines ? " (column vs)" : "",
+      " on the same seed (same partition, initialisation and client sampling): "
+      "mean [min, max] over the seeds both finished (n=k where fewer have the metric).",
+      accuracy ? " Accuracies in percentage points." : "",
+      rounds_to ? " Rounds to a target: over the seeds where both reached it." : "", "\n\n");
+  header = {"variant"};
+  if (own_baselines) header.push_back("vs");
+  header.push_back("seeds");
+  for (const Metric& metric : spec.metrics()) header.push_back(Cell(metric.label()));
+  absl::StrAppend(&md, Row(header), Rule(header.size(), own_baselines ? 2 : 1));
+  for (const auto& variant : spec.variants()) {
+    const std::string& baseline = BaselineOf(spec, variant);
+    if (baseline == variant.name()) continue;
+    const std::map<uint64_t, const RunRecord*> baseline_runs = RunsOf(runs, baseline);
+    const std::set<uint64_t> baseline_seeds = FinishedSeeds(baseline_runs);
+    const std::map<uint64_t, const RunRecord*> by_seed = RunsOf(runs, variant.name());
+    size_t both = 0;
+    for (uint64_t seed : FinishedSeeds(by_seed)) both += baseline_seeds.count(seed);
+    std::vector<std::string> cells = {Cell(variant.label())};
+    if (own_baselines) cells.push_back(Cell(labels[baseline]));
+    cells.push_back(absl::StrCat(both));
+    for (int m = 0; m < spec.metrics_size(); ++m) {
+      cells.push_back(DifferenceCell(spec.metrics(m), m, by_seed, baseline_runs, both));
+    }
+    absl::StrAppend(&md, Row(cells));
+  }
+
+  absl::StrAppend(&md, RunLists(runs));
+  return md;
+}
+
+std::string CurvesJson(const SweepSpec& spec, const std::vector<RunRecord>& runs) {
+  std::vector<std::string> curves;
+  std::map<std::string, std::vector<std::string>> diagnostics;
+  for (const auto& variant : spec.variants()) {
+    std::vector<const Series*> series;
+    std::map<std::string, std::vector<const Series*>> diagnostic_series;
+    for (const auto& [seed, run] : RunsOf(runs, variant.name())) {
+      if (run->status != RunStatus::kFinished) continue;
+      series.push_back(&run->data.curve);
+      for (const auto& [name, values] : run->data.diagnostics) {
+        diagnostic_series[name].push_back(&values);
+      }
+    }
+    if (series.empty()) continue;
+    const Band band = CombineSeries(series);
+    curves.push_back(
+        absl::StrCat("{\"label\": ", fl::JsonString(variant.label()), ", \"runs\": ", series.size(),
+                     ", \"rounds\": ", JsonArray(band.rounds), ", \"mean\": ", JsonArray(band.mean),
+                     ", \"min\": ", JsonArray(band.min), ", \"max\": ", JsonArray(band.max), "}"));
+    for (const auto& [name, values] : diagnostic_series) {
+      const Band mean = CombineSeries(values);
+      diagnostics[name].push_back(absl::StrCat(
+          "{\"label\": ", fl::JsonString(variant.label()), ", \"runs\": ", values.size(),
+          ", \"rounds\": ", JsonArray(mean.rounds), ", \"mean\": ", JsonArray(mean.mean), "}"));
+    }
+  }
+  std::vector<std::string> panels;
+  for (const std::string& name : spec.diagnostics()) {
+    auto it = diagnostics.find(name);
+    if (it == diagnostics.end()) continue;
+    panels.push_back(absl::StrCat("{\"name\": ", fl::JsonString(name), ", \"variants\": [",
+                                  absl::StrJoin(it->second, ", "), "]}"));
+  }
+  return absl::StrCat("{\"title\": ", fl::JsonString(spec.title()),
+                      ",\n \"column\": ", fl::JsonString(spec.curve_column()),
+                      ",\n \"percent\": ", IsAccuracyColumn(spec.curve_column()) ? "true" : "false",
+                      ",\n \"variants\": [", absl::StrJoin(curves, ",\n  "),
+                      "],\n \"diagnostics\": [", absl::StrJoin(panels, ",\n  "), "]}\n");
+}
+
+}  // namespace sweep

@@ -1,0 +1,227 @@
+#include "tools/sweep/report.h"
+
+#include <cmath>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sweep {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TEST(ReportTest, MeanAndSampleStandardDeviation) {
+  const SeedStats stats = Summarize({0.80, 0.82, 0.87});
+  EXPECT_EQ(stats.n, 3);
+  EXPECT_NEAR(stats.mean, 0.83, 1e-12);
+  // sqrt(((-0.03)^2 + (-0.01)^2 + 0.04^2) / (3 - 1)) = sqrt(0.0013)
+  EXPECT_NEAR(stats.sd, 0.0360555127546, 1e-12);
+  const SeedStats one = Summarize({0.5});
+  EXPECT_EQ(one.mean, 0.5);
+  EXPECT_TRUE(std::isnan(one.sd));
+  EXPECT_TRUE(std::isnan(Summarize({}).mean));
+}
+
+TEST(ReportTest, PairedDifferencesUseTheSeedsBothHave) {
+  const PairedDifference d =
+      PairedDifferences({{1, 0.85}, {2, 0.80}, {3, 0.90}}, {{1, 0.83}, {2, 0.81}, {4, 0.7}});
+  EXPECT_EQ(d.n, 2);
+  EXPECT_NEAR(d.mean, (0.02 - 0.01) / 2, 1e-12);
+  EXPECT_NEAR(d.min, -0.01, 1e-12);
+  EXPECT_NEAR(d.max, 0.02, 1e-12);
+  EXPECT_EQ(PairedDifferences({{1, 0.5}}, {{2, 0.5}}).n, 0);
+}
+
+TEST(ReportTest, BandsCoverTheRoundsEveryRunHas) {
+  const Series a = {{1, 0.5}, {2, 0.6}, {3, 0.7}};
+  const Series b = {{1, 0.3}, {3, 0.9}};
+  const Band band = CombineSeries({&a, &b});
+  EXPECT_EQ(band.rounds, (std::vector<int>{1, 3}));
+  EXPECT_NEAR(band.mean[0], 0.4, 1e-12);
+  EXPECT_NEAR(band.mean[1], 0.8, 1e-12);
+  EXPECT_EQ(band.min, (std::vector<double>{0.3, 0.7}));
+  EXPECT_EQ(band.max, (std::vector<double>{0.5, 0.9}));
+}
+
+// A sweep of a baseline with seeds 1-3 and a variant whose seed 3 failed, its
+// metrics computed from hand-written metrics.csv contents.
+class TableTest : public ::testing::Test {
+ protected:
+  TableTest() {
+    auto* base = spec_.add_variants();
+    base->set_name("base");
+    base->set_label("Base");
+    auto* variant = spec_.add_variants();
+    variant->set_name("new");
+    variant->set_label("New");
+    spec_.set_baseline("base");
+    spec_.set_title("Test sweep");
+    spec_.add_notes("A note.");
+    spec_.set_curve_column("test_accuracy");
+    for (Metric::Kind kind : {Metric::FINAL, Metric::LAST_K_MEAN, Metric::ROUNDS_TO}) {
+      Metric* metric = spec_.add_metrics();
+      metric->set_kind(kind);
+      if (kind == Metric::ROUNDS_TO) metric->set_target(0.85);
+      FillDefaults(*metric);
+    }
+    //         FINAL  last 10 mean  rounds to 85%
+    // base 1  0.86   0.80          3
+    // base 2  0.82   0.78          not reached
+    // base 3  0.81   0.80667       2
+    // new 1   0.88   0.85          2
+    // new 2   0.85   0.82333       3
+    runs_ = {Finished("base", 1, {0.70, 0.84, 0.86}, 10, 300),
+             Finished("base", 2, {0.72, 0.80, 0.82}, 12, 310),
+             Finished("base", 3, {0.75, 0.86, 0.81}, 14, 305),
+             Finished("new", 1, {0.80, 0.87, 0.88}, 20, 400),
+             Finished("new", 2, {0.78, 0.84, 0.85}, 22, 400)};
+    RunRecord& failed = runs_.emplace_back();
+    failed.variant = "new";
+    failed.seed = 3;
+    failed.status = RunStatus::kFailed;
+    failed.log = "new_seed3.log";
+  }
+
+  RunRecord Finished(const std::string& variant, uint64_t seed, const std::vector<double>& accuracy,
+                     double wall, double rss) {
+    std::string csv = "round,test_accuracy,test_loss\n";
+    for (size_t i = 0; i < accuracy.size(); ++i) {
+      absl::StrAppend(&csv, i + 1, ",", accuracy[i], ",", 1 - accuracy[i], "\n");
+    }
+    absl::StatusOr<CsvTable> table = ParseCsv(csv, "metrics.csv");
+    EXPECT_TRUE(table.ok());
+    RunRecord run;
+    run.variant = variant;
+    run.seed = seed;
+    run.status = RunStatus::kFinished;
+    run.log = absl::StrCat(variant, "_seed", seed, ".log");
+    for (const Metric& metric : spec_.metrics()) {
+      absl::StatusOr<Series> series = ColumnSeries(*table, metric.column(), "metrics.csv");
+      EXPECT_TRUE(series.ok());
+      run.data.metrics.push_back(ComputeMetric(metric, *series));
+    }
+    run.data.wall_seconds = wall;
+    run.data.peak_rss_mb = rss;
+    run.data.curve = *ColumnSeries(*table, "test_accuracy", "metrics.csv");
+    return run;
+  }
+
+  std::string Table() {
+    TableContext context;
+    context.command = "bazel run //tools/sweep -- --sweep=x.sweep.textproto";
+    context.base_spec = "base.textproto";
+    context.seeds = {1, 2, 3};
+    return TableMarkdown(spec_, context, runs_);
+  }
+
+  fedkit::sweep::SweepSpec spec_;
+  std::vector<RunRecord> runs_;
+};
+
+TEST_F(TableTest, MeanSdPerVariantWithNWhereSeedsAreMissing) {
+  const std::string table = Table();
+  EXPECT_THAT(table,
+              HasSubstr("# Test sweep\n\nA note.\n\n"
+                        "Reproduce: `bazel run //tools/sweep -- --sweep=x.sweep.textproto`"));
+  EXPECT_THAT(table, HasSubstr("| variant | final | last 10 mean | rounds to 85% | wall time | "
+                               "peak RSS |\n"));
+  // final: mean 0.83, sd sqrt((0.03^2 + 0.01^2 + 0.02^2) / 2) = 0.02646; last 10:
+  // mean 0.79556, sd 0.01388; rounds: seeds 1 and 3 reached, at 3 and 2.
+  EXPECT_THAT(table, HasSubstr("| Base (baseline) | 83.00 ± 2.65 | 79.56 ± 1.39 | "
+                               "2.5 ± 0.7 (2/3 reached) | 12.0 s | 310 MB |\n"));
+  // final: 0.865 ± 0.02121; last 10: 0.83667 ± 0.01886; both seeds reached.
+  EXPECT_THAT(table, HasSubstr("| New | 86.50 ± 2.12 (n=2) | 83.67 ± 1.89 (n=2) | "
+                               "2.5 ± 0.7 (2/2 reached) | 21.0 s | 400 MB |\n"));
+}
+
+TEST_F(TableTest, PairedDifferencesOverTheSeedsBothFinished) {
+  // Seeds 1 and 2: final +0.02, +0.03; last 10 +0.05, +0.04333; rounds to 85%
+  // only seed 1 (base seed 2 never reached it): 2 - 3 = -1.
+  EXPECT_THAT(Table(), HasSubstr("| New | 2 | +2.50 [+2.00, +3.00] | +4.67 [+4.33, +5.00] | "
+                                 "-1.0 (n=1) |\n"));
+  EXPECT_THAT(Table(), Not(HasSubstr("| Base (baseline) | 3 |")));
+}
+
+TEST_F(TableTest, GroupsCompareToTheirOwnBaselines) {
+  auto* other = spec_.add_variants();
+  other->set_name("other");
+  other->set_label("Other");
+  other->set_baseline("other");  // a reference: no row of its own
+  auto* other_new = spec_.add_variants();
+  other_new->set_name("other_new");
+  other_new->set_label("Other new");
+  other_new->set_baseline("other");
+  runs_.push_back(Finished("other", 1, {0.5, 0.6, 0.7}, 10, 300));
+  runs_.push_back(Finished("other_new", 1, {0.6, 0.7, 0.75}, 10, 300));
+  const std::string table = Table();
+  EXPECT_THAT(table, HasSubstr("## Paired differences\n"));
+  EXPECT_THAT(table, HasSubstr("| variant | vs | seeds | final | last 10 mean | rounds to 85% |"));
+  EXPECT_THAT(table, HasSubstr("| New | Base | 2 | +2.50 [+2.00, +3.00] | +4.67 [+4.33, +5.00] | "
+                               "-1.0 (n=1) |\n"));
+  // One seed: 0.75 - 0.7 and 0.68333 - 0.6; neither reached 85%.
+  EXPECT_THAT(table, HasSubstr("| Other new | Other | 1 | +5.00 | +8.33 | n/a |\n"));
+  EXPECT_THAT(table, HasSubstr("| Other (baseline) | 70.00 (n=1) |"));
+  EXPECT_THAT(table, Not(HasSubstr("| Other | Other |")));
+}
+
+TEST_F(TableTest, ScaledMetricsShowScaledValues) {
+  spec_.clear_metrics();
+  Metric* loss = spec_.add_metrics();
+  loss->set_kind(Metric::FINAL);
+  loss->set_column("test_loss");
+  loss->set_scale(1000);
+  FillDefaults(*loss);
+  runs_ = {Finished("base", 1, {0.70, 0.84, 0.86}, 10, 300),
+           Finished("base", 2, {0.72, 0.80, 0.82}, 12, 310),
+           Finished("new", 1, {0.80, 0.87, 0.88}, 20, 400)};
+  const std::string table = Table();
+  // Loss 1 - accuracy, times 1000: base 140 and 180, new 120. The mean's 4
+  // significant digits set the decimals, which its sd shares.
+  EXPECT_THAT(table, HasSubstr("| Base (baseline) | 160.0 ± 28.3 (n=2) |"));
+  EXPECT_THAT(table, HasSubstr("| New | 120.0 (n=1) |"));
+  EXPECT_THAT(table, HasSubstr("| New | 1 | -20.00 |"));
+  EXPECT_THAT(table, Not(HasSubstr("Accuracies in %")));
+  // runs.csv keeps the column's units.
+  EXPECT_THAT(RunsCsv(spec_, runs_), HasSubstr("base,1,0.14,"));
+}
+
+TEST_F(TableTest, ListsFailedRuns) {
+  EXPECT_THAT(Table(), HasSubstr("5 of 6 runs finished, 1 failed."));
+  EXPECT_THAT(Table(), HasSubstr("- `new` seed 3: failed, see [new_seed3.log](new_seed3.log)\n"));
+  EXPECT_THAT(Table(), Not(HasSubstr("Stale runs")));
+}
+
+TEST_F(TableTest, MarksStaleRuns) {
+  runs_[1].stale = "spec.textproto differs: modified: server.rounds: 3 -> 4";
+  const std::string table = Table();
+  EXPECT_THAT(table, HasSubstr("| Base † (baseline) |"));
+  EXPECT_THAT(table, HasSubstr("## Stale runs"));
+  EXPECT_THAT(table, HasSubstr("- `base` seed 2: spec.textproto differs: modified: "
+                               "server.rounds: 3 -> 4\n"));
+}
+
+TEST_F(TableTest, RunsCsvHasOneRowPerFinishedRun) {
+  runs_[4].stale = "differs";
+  EXPECT_EQ(RunsCsv(spec_, runs_),
+            "variant,seed,final_test_accuracy,last10_mean_test_accuracy,"
+            "rounds_to_0.85_test_accuracy,wall_seconds,peak_rss_mb,stale\n"
+            "base,1,0.86,0.8,3,10,300,false\n"
+            "base,2,0.82,0.78,,12,310,false\n"
+            "base,3,0.81,0.806667,2,14,305,false\n"
+            "new,1,0.88,0.85,2,20,400,false\n"
+            "new,2,0.85,0.823333,3,22,400,true\n");
+}
+
+TEST_F(TableTest, CurvesJsonHasEachVariantsBand) {
+  const std::string json = CurvesJson(spec_, runs_);
+  EXPECT_THAT(json, HasSubstr("\"percent\": true"));
+  EXPECT_THAT(json, HasSubstr("{\"label\": \"New\", \"runs\": 2, \"rounds\": [1, 2, 3], "
+                              "\"mean\": [0.79, 0.855, 0.865], \"min\": [0.78, 0.84, 0.85], "
+                              "\"max\": [0.8, 0.87, 0.88]}"));
+}
+
+}  // namespace
+}  // namespace sweep

@@ -1,0 +1,289 @@
+#include "tools/sweep/sweep_spec.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "fl/errors.h"
+#include "fl/spec_loader.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+#include "tools/sweep/experiment_check.h"
+#include "tools/sweep/metrics.h"
+
+namespace sweep {
+namespace {
+
+namespace fs = std::filesystem;
+using fedkit::sweep::SweepSpec;
+
+constexpr int kDefaultJobs = 2;
+
+class ErrorCollector : public google::protobuf::io::ErrorCollector {
+ public:
+  explicit ErrorCollector(std::string source) : source_(std::move(source)) {}
+
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    // The parser counts from 0.
+    errors_.push_back(absl::StrCat(source_, ":", line + 1, ":", column + 1, ": ", message));
+  }
+  void AddWarning(int line, google::protobuf::io::ColumnNumber column,
+                  const std::string& message) override {
+    AddError(line, column, message);
+  }
+
+  absl::Status ToStatus() const { return absl::InvalidArgumentError(absl::StrJoin(errors_, "\n")); }
+
+ private:
+  std::string source_;
+  std::vector<std::string> errors_;
+};
+
+absl::StatusOr<SweepSpec> ParseSweepFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read sweep file ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  ErrorCollector errors(path);
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  SweepSpec spec;
+  if (!parser.ParseFromString(text.str(), &spec)) return errors.ToStatus();
+  return spec;
+}
+
+bool IsValidName(absl::string_view name) {
+  for (char c : name) {
+    if (!absl::ascii_isalnum(c) && c != '_' && c != '.' && c != '-') return false;
+  }
+  return !name.empty();
+}
+
+// A fragment's own errors (syntax, unknown fields), with `source` naming it; a
+// fragment that sets the seed is one too, since the sweep's seeds must decide it.
+void CheckFragment(absl::string_view fragment, const std::string& source, absl::string_view prefix,
+                   fl::ErrorList& errors) {
+  absl::StatusOr<fedkit::ExperimentSpec> parsed = fl::ParseSpec(fragment, source);
+  if (!parsed.ok()) {
+    errors.AddStatus(prefix, parsed.status());
+  } else if (parsed->seed() != 0) {
+    errors.Add(absl::StrCat(prefix, source), "sets seed; the sweep's seeds field chooses them");
+  }
+}
+
+void CheckMetrics(SweepSpec& spec, fl::ErrorList& errors) {
+  if (spec.metrics().empty()) errors.Add("metrics", "at least one is required");
+  std::map<std::string, int> names;
+  for (int i = 0; i < spec.metrics_size(); ++i) {
+    Metric& metric = *spec.mutable_metrics(i);
+    const std::string path = absl::StrCat("metrics[", i, "]");
+    if (metric.kind() == Metric::KIND_UNSPECIFIED) {
+      errors.Add(path + ".kind", "required: FINAL, BEST, LAST_K_MEAN, ROUNDS_TO or SUM");
+      continue;
+    }
+    if (metric.has_k() && metric.kind() != Metric::LAST_K_MEAN) {
+      errors.Add(path + ".k", "only LAST_K_MEAN takes k");
+    }
+    if (metric.has_k() && metric.k() < 1) {
+      errors.Add(path + ".k", absl::StrCat("must be >= 1, got ", metric.k()));
+    }
+    if (metric.kind() == Metric::ROUNDS_TO && !metric.has_target()) {
+      errors.Add(path + ".target", "ROUNDS_TO needs the value to reach, e.g. target: 0.85");
+    }
+    if (metric.has_target() && metric.kind() != Metric::ROUNDS_TO) {
+      errors.Add(path + ".target", "only ROUNDS_TO takes a target");
+    }
+    if (metric.has_scale() && (metric.kind() == Metric::ROUNDS_TO || metric.scale() == 0 ||
+                               !std::isfinite(metric.scale()))) {
+      errors.Add(path + ".scale",
+                 metric.kind() == Metric::ROUNDS_TO
+                     ? std::string("ROUNDS_TO counts rounds and takes no scale")
+                     : absl::StrCat("must be a finite number other than 0, got ", metric.scale()));
+    }
+    if (metric.has_target() && !std::isfinite(metric.target())) {
+      errors.Add(path + ".target", absl::StrCat("must be a finite number, got ", metric.target()));
+    }
+    FillDefaults(metric);
+    auto [it, inserted] = names.emplace(MetricName(metric), i);
+    if (!inserted) {
+      errors.Add(path, absl::StrCat("the same as metrics[", it->second, "] (", it->first, ")"));
+    }
+  }
+}
+
+// Names (valid, unique), labels (default: the name) and the baseline.
+void CheckVariants(SweepSpec& spec, fl::ErrorList& errors) {
+  if (spec.variants().empty()) errors.Add("variants", "at least one is required");
+  std::map<std::string, int> names;
+  for (int i = 0; i < spec.variants_size(); ++i) {
+    Variant& variant = *spec.mutable_variants(i);
+    const std::string field = absl::StrCat("variants[", i, "].name");
+    if (!IsValidName(variant.name())) {
+      errors.Add(field, absl::StrCat("\"", variant.name(),
+                                     "\": required, of letters, digits, '_', '.' and '-' only"));
+    } else if (auto [it, inserted] = names.emplace(variant.name(), i); !inserted) {
+      errors.Add(field, absl::StrCat("\"", variant.name(), "\" is also variants[", it->second,
+                                     "]'s name"));
+    }
+    if (variant.label().empty()) variant.set_label(variant.name());
+  }
+  std::vector<std::string> known;
+  for (const Variant& variant : spec.variants()) known.push_back(variant.name());
+  const auto check_baseline = [&](const std::string& field, const std::string& name) {
+    if (!names.count(name)) {
+      errors.Add(
+          field,
+          absl::StrCat("\"", name, "\" is not a variant; variants: ", absl::StrJoin(known, ", ")));
+    }
+  };
+  if (spec.baseline().empty()) {
+    errors.Add("baseline", "required: the name of the variant the others are compared to");
+  } else {
+    check_baseline("baseline", spec.baseline());
+  }
+  for (int i = 0; i < spec.variants_size(); ++i) {
+    const std::string& baseline = spec.variants(i).baseline();
+    if (!baseline.empty()) check_baseline(absl::StrCat("variants[", i, "].baseline"), baseline);
+  }
+}
+
+void CheckSeeds(const SweepSpec& spec, fl::ErrorList& errors) {
+  if (spec.seeds().empty()) errors.Add("seeds", "at least one is required");
+  std::map<uint64_t, int> seeds;
+  for (int i = 0; i < spec.seeds_size(); ++i) {
+    if (auto [it, inserted] = seeds.emplace(spec.seeds(i), i); !inserted) {
+      errors.Add(absl::StrCat("seeds[", i, "]"),
+                 absl::StrCat(spec.seeds(i), " is also seeds[", it->second, "]"));
+    }
+  }
+}
+
+// Each variant's fragment, then (when it and the base parse) its spec as the
+// runner will build it. The seed does not change what is valid: the first one.
+void CheckVariantSpecs(const Sweep& sweep, bool base_ok, fl::ErrorList& errors) {
+  const SweepSpec& spec = sweep.spec;
+  for (int i = 0; i < spec.variants_size(); ++i) {
+    const Variant& variant = spec.variants(i);
+    const std::string prefix = absl::StrCat("variant \"", variant.name(), "\": ");
+    const size_t errors_before = errors.errors().size();
+    CheckFragment(variant.set(), absl::StrCat("variants[", i, "].set"), prefix, errors);
+    if (!base_ok || errors.errors().size() != errors_before) continue;
+    const uint64_t seed = spec.seeds().empty() ? 0 : spec.seeds(0);
+    absl::StatusOr<fedkit::ExperimentSpec> resolved = RunSpec(sweep, variant, seed);
+    if (!resolved.ok()) {
+      errors.AddStatus(prefix, resolved.status());
+      continue;
+    }
+    errors.AddStatus(prefix, CheckExperiment(*resolved));
+  }
+}
+
+// The file's name without its extensions: "fmnist" for fmnist.sweep.textproto.
+std::string Stem(const fs::path& file) {
+  const std::string name = file.filename().string();
+  absl::string_view stem = name;
+  for (absl::string_view suffix : {".sweep.textproto", ".textproto", ".txtpb"}) {
+    if (absl::ConsumeSuffix(&stem, suffix)) break;
+  }
+  return std::string(stem);
+}
+
+// Where results go: --out, else the file's `out` (relative to its folder), else
+// results/<file name without its extensions> beside the file.
+std::string OutDir(const SweepSpec& spec, const fs::path& file, const SweepFlags& flags) {
+  if (!flags.out.empty()) return fs::path(flags.out).lexically_normal().string();
+  if (!spec.out().empty()) return (file.parent_path() / spec.out()).lexically_normal().string();
+  return (file.parent_path() / "results" / Stem(file)).lexically_normal().string();
+}
+
+}  // namespace
+
+absl::StatusOr<Sweep> LoadSweep(const std::string& path, const SweepFlags& flags) {
+  absl::StatusOr<SweepSpec> parsed = ParseSweepFile(path);
+  if (!parsed.ok()) return parsed.status();
+
+  Sweep sweep;
+  sweep.spec = *std::move(parsed);
+  SweepSpec& spec = sweep.spec;
+  const fs::path file = fs::absolute(path);
+  fl::ErrorList errors;
+
+  bool base_ok = false;
+  if (spec.base_spec().empty()) {
+    errors.Add("base_spec", "required: the ExperimentSpec every run starts from");
+  } else {
+    sweep.base_spec_path = (file.parent_path() / spec.base_spec()).lexically_normal().string();
+    absl::StatusOr<fedkit::ExperimentSpec> base = fl::LoadSpecFile(sweep.base_spec_path);
+    if (base.ok()) {
+      sweep.base = *std::move(base);
+      base_ok = true;
+    } else {
+      errors.AddStatus("base_spec: ", base.status());
+    }
+  }
+  const size_t errors_before_set = errors.errors().size();
+  CheckFragment(spec.set(), "set", "", errors);
+  const bool set_ok = errors.errors().size() == errors_before_set;
+
+  CheckVariants(spec, errors);
+  CheckSeeds(spec, errors);
+  CheckMetrics(spec, errors);
+
+  sweep.jobs = flags.jobs.value_or(spec.has_jobs() ? spec.jobs() : kDefaultJobs);
+  if (sweep.jobs < 1) {
+    errors.Add(flags.jobs.has_value() ? "--jobs" : "jobs",
+               absl::StrCat("must be >= 1, got ", sweep.jobs));
+  }
+  if (spec.has_threads_per_job()) {
+    if (spec.threads_per_job() < 1) {
+      errors.Add("threads_per_job", absl::StrCat("must be >= 1, got ", spec.threads_per_job()));
+    }
+    sweep.threads_per_job = spec.threads_per_job();
+  } else if (sweep.jobs > 1) {
+    // Parallel runs that each size their pools to the whole machine oversubscribe it.
+    sweep.threads_per_job = 1;
+  }
+
+  if (spec.title().empty()) spec.set_title(Stem(file));
+  if (spec.curve_column().empty()) spec.set_curve_column("test_accuracy");
+  for (int i = 0; i < spec.diagnostics_size(); ++i) {
+    if (spec.diagnostics(i).empty()) errors.Add(absl::StrCat("diagnostics[", i, "]"), "empty");
+  }
+  sweep.out = OutDir(spec, file, flags);
+
+  CheckVariantSpecs(sweep, /*base_ok=*/base_ok && set_ok, errors);
+  if (!errors.empty()) return errors.ToStatus();
+  return sweep;
+}
+
+std::string RunOverride(const Sweep& sweep, const Variant& variant, uint64_t seed) {
+  std::vector<std::string> parts = {absl::StrCat("seed: ", seed)};
+  for (const std::string& fragment : {sweep.spec.set(), variant.set()}) {
+    absl::string_view trimmed = absl::StripAsciiWhitespace(fragment);
+    if (!trimmed.empty()) parts.emplace_back(trimmed);
+  }
+  if (sweep.threads_per_job.has_value()) {
+    parts.push_back(
+        absl::StrCat("simulation { workers: 1 threads_per_worker: ", *sweep.threads_per_job, " }"));
+  }
+  return absl::StrJoin(parts, " ");
+}
+
+absl::StatusOr<fedkit::ExperimentSpec> RunSpec(const Sweep& sweep, const Variant& variant,
+                                               uint64_t seed) {
+  fedkit::ExperimentSpec spec = sweep.base;
+  absl::Status status = fl::ApplyOverride(RunOverride(sweep, variant, seed), spec);
+  if (!status.ok()) return status;
+  return spec;
+}
+
+}  // namespace sweep

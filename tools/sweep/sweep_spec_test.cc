@@ -1,0 +1,149 @@
+#include "tools/sweep/sweep_spec.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sweep {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+fs::path Runfile(const std::string& path) {
+  return fs::path(std::getenv("TEST_SRCDIR")) / "fedkit" / path;
+}
+
+// Writes a sweep file over the tiny test spec and loads it.
+absl::StatusOr<Sweep> Load(const std::string& text, const SweepFlags& flags = {}) {
+  const fs::path path = fs::path(std::getenv("TEST_TMPDIR")) / "test.sweep.textproto";
+  std::ofstream(path) << "base_spec: \"" << Runfile("tools/sweep/testdata/tiny.textproto").string()
+                      << "\"\n"
+                      << text;
+  return LoadSweep(path.string(), flags);
+}
+
+constexpr char kFedAvgAndFedExp[] = R"(
+variants { name: "fedavg" }
+variants {
+  name: "fedexp"
+  set: "aggregator { name: \"fedexp\" }"
+}
+seeds: [1, 2]
+metrics { kind: FINAL }
+baseline: "fedavg"
+)";
+
+TEST(SweepSpecTest, TheExampleLoadsWithItsDefaults) {
+  const fs::path file = Runfile("tools/sweep/testdata/example.sweep.textproto");
+  absl::StatusOr<Sweep> sweep = LoadSweep(file.string(), {});
+  ASSERT_TRUE(sweep.ok()) << sweep.status();
+  EXPECT_EQ(sweep->base_spec_path, (file.parent_path() / "tiny.textproto").string());
+  EXPECT_EQ(sweep->out, (file.parent_path() / "results" / "example").string());
+  EXPECT_EQ(sweep->jobs, 2);
+  EXPECT_EQ(sweep->threads_per_job, 1);
+  EXPECT_EQ(sweep->spec.variants(0).label(), "FedAvg");
+  EXPECT_EQ(sweep->spec.metrics(3).label(), "rounds to 50%");
+  EXPECT_EQ(sweep->spec.curve_column(), "test_accuracy");
+  EXPECT_EQ(RunOverride(*sweep, sweep->spec.variants(1), 7),
+            "seed: 7 server { rounds: 3 } output { checkpoint_every: 1 } "
+            "aggregator { name: \"fedexp\" options { "
+            "[type.googleapis.com/fedkit.aggregators.FedExpOptions] { epsilon: 0.1 } } } "
+            "simulation { workers: 1 threads_per_worker: 1 }");
+  absl::StatusOr<fedkit::ExperimentSpec> spec = RunSpec(*sweep, sweep->spec.variants(1), 7);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->seed(), 7u);
+  EXPECT_EQ(spec->server().rounds(), 3);
+  EXPECT_EQ(spec->server().clients_per_round(), 4);
+  EXPECT_EQ(spec->aggregator().name(), "fedexp");
+}
+
+TEST(SweepSpecTest, OneJobLeavesTheThreadsToTheRunner) {
+  absl::StatusOr<Sweep> sweep = Load(kFedAvgAndFedExp, {"/tmp/elsewhere", 1});
+  ASSERT_TRUE(sweep.ok()) << sweep.status();
+  EXPECT_EQ(sweep->jobs, 1);
+  EXPECT_EQ(sweep->threads_per_job, std::nullopt);
+  EXPECT_EQ(sweep->out, "/tmp/elsewhere");
+  EXPECT_EQ(sweep->spec.title(), "test");
+  EXPECT_EQ(RunOverride(*sweep, sweep->spec.variants(0), 2), "seed: 2");
+}
+
+TEST(SweepSpecTest, ParseErrorsNameTheFileLineAndColumn) {
+  absl::StatusOr<Sweep> sweep = Load("variantz { name: \"a\" }\n");
+  ASSERT_FALSE(sweep.ok());
+  EXPECT_THAT(std::string(sweep.status().message()),
+              HasSubstr("test.sweep.textproto:2:10: Message type \"fedkit.sweep.SweepSpec\" has "
+                        "no field named \"variantz\""));
+}
+
+TEST(SweepSpecTest, ReportsEveryProblemOfTheFileAtOnce) {
+  absl::StatusOr<Sweep> sweep = Load(R"(
+variants { name: "a" }
+variants { name: "a" }
+variants { name: "b c" baseline: "zz" }
+baseline: "fedavg"
+metrics { kind: ROUNDS_TO scale: 2 }
+metrics { kind: LAST_K_MEAN k: 0 }
+metrics { kind: FINAL k: 3 }
+jobs: 0
+)");
+  ASSERT_FALSE(sweep.ok());
+  const std::string message(sweep.status().message());
+  EXPECT_THAT(message, HasSubstr("variants[1].name: \"a\" is also variants[0]'s name"));
+  EXPECT_THAT(message, HasSubstr("variants[2].name: \"b c\": required, of letters, digits"));
+  EXPECT_THAT(message, HasSubstr("baseline: \"fedavg\" is not a variant; variants: a, a, b c"));
+  EXPECT_THAT(message, HasSubstr("seeds: at least one is required"));
+  EXPECT_THAT(message, HasSubstr("variants[2].baseline: \"zz\" is not a variant"));
+  EXPECT_THAT(message, HasSubstr("metrics[0].target: ROUNDS_TO needs the value to reach"));
+  EXPECT_THAT(message, HasSubstr("metrics[0].scale: ROUNDS_TO counts rounds and takes no scale"));
+  EXPECT_THAT(message, HasSubstr("metrics[1].k: must be >= 1, got 0"));
+  EXPECT_THAT(message, HasSubstr("metrics[2].k: only LAST_K_MEAN takes k"));
+  EXPECT_THAT(message, HasSubstr("jobs: must be >= 1, got 0"));
+}
+
+TEST(SweepSpecTest, BadOverridesNameTheVariantAndTheField) {
+  absl::StatusOr<Sweep> sweep = Load(R"(
+variants { name: "fedavg" }
+variants { name: "typo" set: "server { roundz: 3 }" }
+variants { name: "negative_lr" set: "client { optimizer { lr: -1 } }" }
+variants {
+  name: "bad_options"
+  set: "aggregator { name: \"fedexp\" options { "
+       "[type.googleapis.com/fedkit.aggregators.FedExpOptions] { epsilon: -1 } } }"
+}
+variants { name: "reseeded" set: "seed: 3" }
+seeds: [1]
+metrics { kind: FINAL }
+baseline: "fedavg"
+)");
+  ASSERT_FALSE(sweep.ok());
+  const std::string message(sweep.status().message());
+  EXPECT_THAT(message, HasSubstr("variant \"typo\": variants[1].set:1:16: Message type "
+                                 "\"fedkit.ServerSpec\" has no field named \"roundz\""));
+  EXPECT_THAT(message,
+              HasSubstr("variant \"negative_lr\": client.optimizer.lr: must be > 0, got -1"));
+  EXPECT_THAT(
+      message,
+      HasSubstr(
+          "variant \"bad_options\": aggregator (fedexp): options.epsilon: must be >= 0, got -1"));
+  EXPECT_THAT(message, HasSubstr("variant \"reseeded\": variants[4].set: sets seed"));
+  EXPECT_THAT(message, Not(HasSubstr("variant \"fedavg\"")));
+}
+
+TEST(SweepSpecTest, AMissingBaseSpecIsNamed) {
+  const fs::path path = fs::path(std::getenv("TEST_TMPDIR")) / "missing_base.sweep.textproto";
+  std::ofstream(path) << "base_spec: \"nowhere.textproto\"\n" << kFedAvgAndFedExp;
+  absl::StatusOr<Sweep> sweep = LoadSweep(path.string(), {});
+  ASSERT_FALSE(sweep.ok());
+  EXPECT_THAT(std::string(sweep.status().message()),
+              HasSubstr("base_spec: cannot read spec file " +
+                        (path.parent_path() / "nowhere.textproto").string()));
+}
+
+}  // namespace
+}  // namespace sweep
