@@ -10,6 +10,7 @@ imported, so that the tool warns instead of failing the sweep.
 """
 import json
 import sys
+import textwrap
 
 
 def main(data_path, png_path):
@@ -38,7 +39,9 @@ def main(data_path, png_path):
                                  [scale * v for v in variant["max"]], color=color, alpha=0.2,
                                  linewidth=0)
     axes[0].set_ylabel(data["column"] + (" (%)" if data["percent"] else ""))
-    axes[0].set_title(f"{data['title']} (band: min-max over seeds)")
+    # Long titles wrap rather than run off the figure.
+    axes[0].set_title(textwrap.fill(f"{data['title']} (band: min-max over seeds)", 80),
+                      fontsize=10)
     axes[0].legend(fontsize=8)
     labels = [v["label"] for v in data["variants"]]
     for ax, panel in zip(axes[1:], data["diagnostics"]):

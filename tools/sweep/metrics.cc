@@ -131,6 +131,11 @@ std::string MetricName(const Metric& metric) {
     case Metric::FINAL:
       return absl::StrCat("final_", metric.column());
     case Metric::BEST:
+      // A direction other than the column's usual one names itself, so that the
+      // minimum and the maximum of one column are two metrics.
+      if (metric.lower_is_better() != absl::EndsWith(metric.column(), "loss")) {
+        return absl::StrCat(metric.lower_is_better() ? "min_" : "max_", metric.column());
+      }
       return absl::StrCat("best_", metric.column());
     case Metric::LAST_K_MEAN:
       return absl::StrCat("last", metric.k(), "_mean_", metric.column());
@@ -265,17 +270,33 @@ RunData LoadRunData(const std::string& dir, const std::string& log,
   if (spec.diagnostics().empty()) return data;
   const std::string diagnostics_path = dir + "/diagnostics.csv";
   // A run whose aggregator reports nothing has no diagnostics.csv: not a problem.
-  text = ReadFile(diagnostics_path);
-  if (!text.has_value()) return data;
-  table = ParseCsv(*text, diagnostics_path);
-  if (!table.ok()) {
-    data.problems.emplace_back(table.status().message());
-    return data;
+  std::optional<CsvTable> diagnostics;
+  if (std::optional<std::string> diagnostics_text = ReadFile(diagnostics_path)) {
+    absl::StatusOr<CsvTable> parsed = ParseCsv(*diagnostics_text, diagnostics_path);
+    if (!parsed.ok()) {
+      data.problems.emplace_back(parsed.status().message());
+      return data;
+    }
+    diagnostics = *std::move(parsed);
   }
   for (const std::string& name : spec.diagnostics()) {
-    std::optional<std::string> column = FindDiagnosticColumn(table->header, name);
+    // diagnostics.csv has every round; runs older than it kept their diagnostics
+    // as metrics.csv columns, on the evaluated rounds.
+    const CsvTable* source = nullptr;
+    const std::string* path = nullptr;
+    std::optional<std::string> column;
+    if (diagnostics.has_value()) {
+      column = FindDiagnosticColumn(diagnostics->header, name);
+      source = &*diagnostics;
+      path = &diagnostics_path;
+    }
+    if (!column.has_value()) {
+      column = FindDiagnosticColumn(table->header, name);
+      source = &*table;
+      path = &metrics_path;
+    }
     if (!column.has_value()) continue;
-    absl::StatusOr<Series> series = ColumnSeries(*table, *column, diagnostics_path);
+    absl::StatusOr<Series> series = ColumnSeries(*source, *column, *path);
     if (series.ok()) {
       data.diagnostics[name] = *std::move(series);
     } else {

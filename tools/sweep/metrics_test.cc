@@ -131,6 +131,11 @@ TEST(MetricsTest, DefaultsLabelsAndNames) {
   EXPECT_EQ(loss.label(), "final test_loss");
   EXPECT_TRUE(loss.lower_is_better());
   EXPECT_EQ(MetricName(loss), "final_test_loss");
+  Metric least_accuracy;
+  least_accuracy.set_kind(Metric::BEST);
+  least_accuracy.set_lower_is_better(true);
+  FillDefaults(least_accuracy);
+  EXPECT_EQ(MetricName(least_accuracy), "min_test_accuracy");
 }
 
 TEST(MetricsTest, DiagnosticsMatchByNameOrPrefixedName) {

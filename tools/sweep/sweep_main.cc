@@ -4,6 +4,7 @@
 //
 //   bazel run //tools/sweep -- --sweep=FILE [--out=DIR] [--jobs=N]
 //       [--only=VARIANT,...] [--seeds=1,2,...] [--report_only] [--rerun_stale]
+//       [--validate_only]
 //
 // FILE is a fedkit.sweep.SweepSpec in text format (tools/sweep/sweep.proto says
 // what each field means; tools/sweep/testdata/example.sweep.textproto is one).
@@ -37,6 +38,7 @@
 //   --seeds=1,2     run only these seeds; seeds not in the file are added to the
 //                   reports as well
 //   --report_only   run nothing; rewrite the reports from what <out> holds
+//   --validate_only check the sweep and every run's spec, run nothing, write nothing
 //   --rerun_stale   run stale runs again
 //
 // Progress is one line, "[done 12/36, 2 running, 1 failed] ETA 14m", rewritten in
@@ -94,6 +96,8 @@ ABSL_FLAG(std::vector<std::string>, only, {}, "Run only these variants (comma-se
 ABSL_FLAG(std::vector<std::string>, seeds, {},
           "Run only these seeds (comma-separated); ones the sweep lacks are reported too.");
 ABSL_FLAG(bool, report_only, false, "Run nothing; rewrite the reports from the results folder.");
+ABSL_FLAG(bool, validate_only, false,
+          "Check the sweep file and every variant's spec, then exit (0: valid, 2: not).");
 ABSL_FLAG(bool, rerun_stale, false,
           "Run again the finished runs whose spec.textproto differs from the sweep's.");
 
@@ -396,6 +400,11 @@ int Main(const std::string& argv0) {
   absl::StatusOr<Sweep> loaded = LoadSweep(path, flags);
   if (!loaded.ok()) return Fail(2, absl::StrCat("invalid sweep ", path, ":"), loaded.status());
   const Sweep& sweep = *loaded;
+  if (absl::GetFlag(FLAGS_validate_only)) {
+    std::printf("sweep %s is valid: %d variants x %d seeds\n", path.c_str(),
+                sweep.spec.variants_size(), sweep.spec.seeds_size());
+    return 0;
+  }
 
   std::vector<const Variant*> variants;
   for (const Variant& variant : sweep.spec.variants()) variants.push_back(&variant);
