@@ -36,21 +36,21 @@ class ErrorCollector : public google::protobuf::io::ErrorCollector {
   std::vector<std::string> errors_;
 };
 
-absl::Status Merge(absl::string_view text, absl::string_view source,
-                   fedkit::ExperimentSpec& spec) {
+}  // namespace
+
+absl::Status MergeTextFormat(absl::string_view text, absl::string_view source,
+                             google::protobuf::Message& message) {
   ErrorCollector errors(source);
   google::protobuf::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
-  if (!parser.MergeFromString(std::string(text), &spec)) return errors.ToStatus();
+  if (!parser.MergeFromString(std::string(text), &message)) return errors.ToStatus();
   return absl::OkStatus();
 }
-
-}  // namespace
 
 absl::StatusOr<fedkit::ExperimentSpec> ParseSpec(absl::string_view text,
                                                  absl::string_view source) {
   fedkit::ExperimentSpec spec;
-  absl::Status status = Merge(text, source, spec);
+  absl::Status status = MergeTextFormat(text, source, spec);
   if (!status.ok()) return status;
   return spec;
 }
@@ -66,7 +66,7 @@ absl::StatusOr<fedkit::ExperimentSpec> LoadSpecFile(const std::string& path) {
 absl::Status ApplyOverride(absl::string_view fragment, fedkit::ExperimentSpec& spec) {
   // Merge into a copy, so a bad fragment leaves the spec as it was.
   fedkit::ExperimentSpec merged = spec;
-  FL_RETURN_IF_ERROR(Merge(fragment, "--set", merged));
+  FL_RETURN_IF_ERROR(MergeTextFormat(fragment, "--set", merged));
   spec = std::move(merged);
   return absl::OkStatus();
 }

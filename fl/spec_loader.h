@@ -9,8 +9,14 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "fl/spec.pb.h"
+#include "google/protobuf/message.h"
 
 namespace fl {
+
+// Merges text-format `text` into `message` (any message type); errors name
+// `source:line:column`.
+absl::Status MergeTextFormat(absl::string_view text, absl::string_view source,
+                             google::protobuf::Message& message);
 
 // Parses `text`; `source` names it in errors (a file path, "--set").
 absl::StatusOr<fedkit::ExperimentSpec> ParseSpec(absl::string_view text, absl::string_view source);

@@ -14,8 +14,7 @@
 #include "absl/strings/strip.h"
 #include "fl/errors.h"
 #include "fl/spec_loader.h"
-#include "google/protobuf/io/tokenizer.h"
-#include "google/protobuf/text_format.h"
+#include "fl/status_macros.h"
 #include "tools/sweep/experiment_check.h"
 #include "tools/sweep/metrics.h"
 
@@ -27,37 +26,13 @@ using fedkit::sweep::SweepSpec;
 
 constexpr int kDefaultJobs = 2;
 
-class ErrorCollector : public google::protobuf::io::ErrorCollector {
- public:
-  explicit ErrorCollector(std::string source) : source_(std::move(source)) {}
-
-  void AddError(int line, google::protobuf::io::ColumnNumber column,
-                const std::string& message) override {
-    // The parser counts from 0.
-    errors_.push_back(absl::StrCat(source_, ":", line + 1, ":", column + 1, ": ", message));
-  }
-  void AddWarning(int line, google::protobuf::io::ColumnNumber column,
-                  const std::string& message) override {
-    AddError(line, column, message);
-  }
-
-  absl::Status ToStatus() const { return absl::InvalidArgumentError(absl::StrJoin(errors_, "\n")); }
-
- private:
-  std::string source_;
-  std::vector<std::string> errors_;
-};
-
 absl::StatusOr<SweepSpec> ParseSweepFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read sweep file ", path));
   std::stringstream text;
   text << in.rdbuf();
-  ErrorCollector errors(path);
-  google::protobuf::TextFormat::Parser parser;
-  parser.RecordErrorsTo(&errors);
   SweepSpec spec;
-  if (!parser.ParseFromString(text.str(), &spec)) return errors.ToStatus();
+  FL_RETURN_IF_ERROR(fl::MergeTextFormat(text.str(), path, spec));
   return spec;
 }
 
