@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -25,6 +26,80 @@ std::optional<std::string> ReadFile(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+bool IsClientsMetric(const Metric& metric) {
+  return metric.one_shot_clients() != Metric::ONE_SHOT_CLIENTS_UNSPECIFIED;
+}
+
+// "mean", "min" or "max".
+std::string ClientsName(const Metric& metric) {
+  return absl::AsciiStrToLower(Metric::OneShotClients_Name(metric.one_shot_clients()));
+}
+
+// `label` in lower case, each run of characters other than letters and digits one
+// '_': "FedAvg (size-weighted)" -> "fedavg_size_weighted".
+std::string LabelName(absl::string_view label) {
+  std::string name;
+  bool gap = false;
+  for (char c : label) {
+    if (!absl::ascii_isalnum(c)) {
+      gap = true;
+      continue;
+    }
+    if (gap && !name.empty()) name += '_';
+    name += absl::ascii_tolower(c);
+    gap = false;
+  }
+  return name;
+}
+
+// The default label's first part: what the metric takes of its column.
+std::string KindLabel(const Metric& metric) {
+  if (!metric.one_shot_row().empty()) return metric.one_shot_row();
+  if (IsClientsMetric(metric)) return absl::StrCat("clients ", ClientsName(metric));
+  switch (metric.kind()) {
+    case Metric::FINAL:
+      return "final";
+    case Metric::BEST:
+      return "best";
+    case Metric::LAST_K_MEAN:
+      return absl::StrCat("last ", metric.k(), " mean");
+    case Metric::SUM:
+      return "total";
+    case Metric::ROUNDS_TO:
+      return IsAccuracyColumn(metric.column())
+                 ? absl::StrFormat("rounds to %g%%", 100 * metric.target())
+                 : absl::StrFormat("rounds to %g", metric.target());
+    default:
+      return "?";
+  }
+}
+
+// The one-shot metrics of `spec` from the run folder `dir`'s one_shot.csv.
+void LoadOneShotMetrics(const std::string& dir, const fedkit::sweep::SweepSpec& spec,
+                        RunData& data) {
+  if (std::none_of(spec.metrics().begin(), spec.metrics().end(), IsOneShot)) return;
+  const std::string path = dir + "/one_shot.csv";
+  std::optional<std::string> text = ReadFile(path);
+  if (!text.has_value()) {
+    data.problems.push_back(absl::StrCat("cannot read ", path));
+    return;
+  }
+  absl::StatusOr<CsvTable> table = ParseCsv(*text, path);
+  if (!table.ok()) {
+    data.problems.emplace_back(table.status().message());
+    return;
+  }
+  for (int i = 0; i < spec.metrics_size(); ++i) {
+    if (!IsOneShot(spec.metrics(i))) continue;
+    absl::StatusOr<MetricValue> value = ComputeOneShotMetric(spec.metrics(i), *table, path);
+    if (value.ok()) {
+      data.metrics[i] = *value;
+    } else {
+      data.problems.emplace_back(value.status().message());
+    }
+  }
 }
 
 }  // namespace
@@ -100,33 +175,18 @@ void FillDefaults(Metric& metric) {
     metric.set_lower_is_better(absl::EndsWith(metric.column(), "loss"));
   }
   if (!metric.label().empty()) return;
-  std::string label;
-  switch (metric.kind()) {
-    case Metric::FINAL:
-      label = "final";
-      break;
-    case Metric::BEST:
-      label = "best";
-      break;
-    case Metric::LAST_K_MEAN:
-      label = absl::StrCat("last ", metric.k(), " mean");
-      break;
-    case Metric::SUM:
-      label = "total";
-      break;
-    case Metric::ROUNDS_TO:
-      label = IsAccuracyColumn(metric.column())
-                  ? absl::StrFormat("rounds to %g%%", 100 * metric.target())
-                  : absl::StrFormat("rounds to %g", metric.target());
-      break;
-    default:
-      label = "?";
-  }
+  std::string label = KindLabel(metric);
   if (metric.column() != kDefaultColumn) absl::StrAppend(&label, " ", metric.column());
   metric.set_label(label);
 }
 
 std::string MetricName(const Metric& metric) {
+  if (!metric.one_shot_row().empty()) {
+    return absl::StrCat("one_shot_", LabelName(metric.one_shot_row()), "_", metric.column());
+  }
+  if (IsClientsMetric(metric)) {
+    return absl::StrCat("one_shot_clients_", ClientsName(metric), "_", metric.column());
+  }
   switch (metric.kind()) {
     case Metric::FINAL:
       return absl::StrCat("final_", metric.column());
@@ -196,6 +256,75 @@ MetricValue ComputeMetric(const Metric& metric, const Series& series) {
   return result;
 }
 
+bool IsOneShot(const Metric& metric) {
+  return !metric.one_shot_row().empty() || IsClientsMetric(metric);
+}
+
+absl::StatusOr<MetricValue> ComputeOneShotMetric(const Metric& metric, const CsvTable& one_shot,
+                                                 absl::string_view source) {
+  const std::vector<std::string>& header = one_shot.header;
+  const auto find = [&](absl::string_view name) -> size_t {
+    return std::find(header.begin(), header.end(), name) - header.begin();
+  };
+  for (absl::string_view name : {absl::string_view("kind"), absl::string_view("label"),
+                                 absl::string_view(metric.column())}) {
+    if (find(name) == header.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": no column \"", name, "\""));
+    }
+  }
+  const size_t kind = find("kind");
+  const size_t label = find("label");
+  const size_t column = find(metric.column());
+  const bool clients = IsClientsMetric(metric);
+  std::vector<double> values;
+  bool missing = false;
+  for (size_t i = 0; i < one_shot.rows.size(); ++i) {
+    const std::vector<std::string>& row = one_shot.rows[i];
+    if (clients ? row[kind] != "client"
+                : row[kind] != "aggregate" || row[label] != metric.one_shot_row()) {
+      continue;
+    }
+    double value = NAN;
+    if (!row[column].empty() && !absl::SimpleAtod(row[column], &value)) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": row ", i + 1, " (", row[label],
+                                                     "): ", metric.column(), " \"", row[column],
+                                                     "\" is not a number"));
+    }
+    missing |= std::isnan(value);
+    values.push_back(value);
+    // The runner refuses two comparisons of one label, not one labelled as the
+    // spec's aggregator, whose row comes first: the first row is the one meant.
+    if (!clients) break;
+  }
+  if (values.empty()) {
+    return absl::InvalidArgumentError(
+        clients ? absl::StrCat(source, ": no client rows")
+                : absl::StrCat(source, ": no aggregate row labelled \"", metric.one_shot_row(),
+                               "\""));
+  }
+  MetricValue result;
+  // A reduction over some of the clients would pass for one over all of them.
+  if (missing) return result;
+  result.available = true;
+  switch (metric.one_shot_clients()) {
+    case Metric::MEAN: {
+      double sum = 0.0;
+      for (double value : values) sum += value;
+      result.value = sum / values.size();
+      break;
+    }
+    case Metric::MIN:
+      result.value = *std::min_element(values.begin(), values.end());
+      break;
+    case Metric::MAX:
+      result.value = *std::max_element(values.begin(), values.end());
+      break;
+    default:  // one_shot_row: its one row
+      result.value = values.front();
+  }
+  return result;
+}
+
 std::optional<double> SummaryNumber(absl::string_view json, absl::string_view key) {
   const std::string quoted = absl::StrCat("\"", key, "\"");
   const size_t at = json.find(quoted);
@@ -240,6 +369,7 @@ RunData LoadRunData(const std::string& dir, const std::string& log,
     data.peak_rss_mb = SummaryNumber(*summary, "peak_rss_mb");
   }
   if (!data.peak_rss_mb.has_value()) data.peak_rss_mb = trailer_rss;
+  LoadOneShotMetrics(dir, spec, data);
 
   const std::string metrics_path = dir + "/metrics.csv";
   std::optional<std::string> text = ReadFile(metrics_path);
@@ -253,6 +383,7 @@ RunData LoadRunData(const std::string& dir, const std::string& log,
     return data;
   }
   for (int i = 0; i < spec.metrics_size(); ++i) {
+    if (IsOneShot(spec.metrics(i))) continue;
     absl::StatusOr<Series> series = ColumnSeries(*table, spec.metrics(i).column(), metrics_path);
     if (series.ok()) {
       data.metrics[i] = ComputeMetric(spec.metrics(i), *series);

@@ -3,8 +3,9 @@
 
 // What a finished run's files say, and the sweep's metrics computed from them:
 // metrics.csv and diagnostics.csv read by column name (fl/metrics_sink.h writes
-// them), the numbers summary.json holds, and FINAL, BEST, LAST_K_MEAN,
-// ROUNDS_TO and SUM over a column's evaluated rounds.
+// them), the numbers summary.json holds, FINAL, BEST, LAST_K_MEAN, ROUNDS_TO and
+// SUM over a column's evaluated rounds, and a one-shot run's aggregates and
+// client models from its one_shot.csv (fl/one_shot_report.h).
 
 #include <map>
 #include <optional>
@@ -50,7 +51,8 @@ std::optional<std::string> FindDiagnosticColumn(const std::vector<std::string>& 
 void FillDefaults(Metric& metric);
 
 // A short name for runs.csv's header: final_test_accuracy, best_test_loss,
-// last10_mean_test_accuracy, rounds_to_0.85_test_accuracy, sum_incomplete.
+// last10_mean_test_accuracy, rounds_to_0.85_test_accuracy, sum_incomplete,
+// one_shot_split_average_test_accuracy, one_shot_clients_min_test_accuracy.
 std::string MetricName(const Metric& metric);
 
 // Whether a column is shown as a percentage: its name contains "accuracy".
@@ -65,6 +67,16 @@ struct MetricValue {
 
 // `metric` (filled) over the evaluated rounds of a run's column.
 MetricValue ComputeMetric(const Metric& metric, const Series& series);
+
+// Whether `metric` reads one_shot.csv (it sets one_shot_row or one_shot_clients).
+bool IsOneShot(const Metric& metric);
+
+// One-shot `metric` (filled) from a run's one_shot.csv, `source` naming it in
+// errors: its column in the aggregate row labelled one_shot_row, or over the
+// client rows. An empty or NaN cell there: not available. Errors: no such column
+// or rows, a cell that is not a number.
+absl::StatusOr<MetricValue> ComputeOneShotMetric(const Metric& metric, const CsvTable& one_shot,
+                                                 absl::string_view source);
 
 // The number summary.json holds under the top-level `key` ("wall_seconds",
 // "peak_rss_mb"); empty when absent or not a number.
@@ -91,7 +103,8 @@ struct RunData {
 };
 
 // Reads the run folder `dir` (which holds summary.json) and its `log` for
-// `spec`'s metrics (filled), curve column and diagnostics.
+// `spec`'s metrics (filled; from metrics.csv, or one_shot.csv for one-shot ones),
+// curve column and diagnostics.
 RunData LoadRunData(const std::string& dir, const std::string& log,
                     const fedkit::sweep::SweepSpec& spec);
 

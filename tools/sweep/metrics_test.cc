@@ -23,6 +23,18 @@ constexpr char kMetricsCsv[] =
     "3,0.82,0.55,0.7,4,1.5,2\n"
     "4,0.86,0.58,0.6,4,2.0,nan\n";
 
+// A one-shot run's report (fl/one_shot_report.h): the client models, then the
+// spec's aggregator and two comparisons; the diagnostics only MA-Echo has are
+// empty in the other rows.
+constexpr char kOneShotCsv[] =
+    "kind,label,examples,test_accuracy,test_loss,aggregation_seconds,objective_end\n"
+    "client,client 0,2435,0.292,7.16,0,\n"
+    "client,client 1,1511,0.1815,6.21,0,\n"
+    "client,client 2,785,0.098,6.61,0,\n"
+    "aggregate,maecho,0,0.616,1.24,0.812,8.95\n"
+    "aggregate,split average,0,0.098,2.29,0.0006,\n"
+    "aggregate,FedAvg (size-weighted),0,0.15,2.29,0.0004,\n";
+
 Series Column(absl::string_view csv, absl::string_view column) {
   absl::StatusOr<CsvTable> table = ParseCsv(csv, "metrics.csv");
   EXPECT_TRUE(table.ok()) << table.status();
@@ -138,6 +150,105 @@ TEST(MetricsTest, DefaultsLabelsAndNames) {
   EXPECT_EQ(MetricName(least_accuracy), "min_test_accuracy");
 }
 
+Metric OneShotRow(absl::string_view row, absl::string_view column = "") {
+  Metric metric;
+  metric.set_kind(Metric::FINAL);
+  metric.set_one_shot_row(std::string(row));
+  metric.set_column(std::string(column));
+  FillDefaults(metric);
+  return metric;
+}
+
+Metric OneShotClients(Metric::OneShotClients clients, absl::string_view column = "") {
+  Metric metric;
+  metric.set_kind(Metric::FINAL);
+  metric.set_one_shot_clients(clients);
+  metric.set_column(std::string(column));
+  FillDefaults(metric);
+  return metric;
+}
+
+double OneShotValue(const Metric& metric) {
+  absl::StatusOr<CsvTable> table = ParseCsv(kOneShotCsv, "one_shot.csv");
+  EXPECT_TRUE(table.ok()) << table.status();
+  absl::StatusOr<MetricValue> value = ComputeOneShotMetric(metric, *table, "one_shot.csv");
+  EXPECT_TRUE(value.ok()) << value.status();
+  EXPECT_TRUE(value->available);
+  return value->value.value_or(NAN);
+}
+
+std::string OneShotError(const Metric& metric, absl::string_view csv = kOneShotCsv) {
+  absl::StatusOr<CsvTable> table = ParseCsv(csv, "one_shot.csv");
+  EXPECT_TRUE(table.ok()) << table.status();
+  absl::StatusOr<MetricValue> value = ComputeOneShotMetric(metric, *table, "one_shot.csv");
+  EXPECT_FALSE(value.ok());
+  return std::string(value.status().message());
+}
+
+TEST(MetricsTest, OneShotRowsAreReadByLabel) {
+  EXPECT_TRUE(IsOneShot(OneShotRow("maecho")));
+  EXPECT_FALSE(IsOneShot(MakeMetric(Metric::FINAL)));
+  EXPECT_DOUBLE_EQ(OneShotValue(OneShotRow("maecho")), 0.616);
+  EXPECT_DOUBLE_EQ(OneShotValue(OneShotRow("split average")), 0.098);
+  EXPECT_DOUBLE_EQ(OneShotValue(OneShotRow("FedAvg (size-weighted)", "test_loss")), 2.29);
+  EXPECT_DOUBLE_EQ(OneShotValue(OneShotRow("maecho", "aggregation_seconds")), 0.812);
+  // The aggregates are not client models, and a client's label is no aggregate's.
+  EXPECT_DOUBLE_EQ(OneShotValue(OneShotClients(Metric::MAX)), 0.292);
+  EXPECT_EQ(OneShotError(OneShotRow("client 0")),
+            "one_shot.csv: no aggregate row labelled \"client 0\"");
+}
+
+TEST(MetricsTest, OneShotClientsAreReducedOverTheClientRows) {
+  EXPECT_DOUBLE_EQ(OneShotValue(OneShotClients(Metric::MEAN)), (0.292 + 0.1815 + 0.098) / 3);
+  EXPECT_DOUBLE_EQ(OneShotValue(OneShotClients(Metric::MIN)), 0.098);
+  EXPECT_DOUBLE_EQ(OneShotValue(OneShotClients(Metric::MAX)), 0.292);
+  EXPECT_DOUBLE_EQ(OneShotValue(OneShotClients(Metric::MIN, "test_loss")), 6.21);
+}
+
+TEST(MetricsTest, AnEmptyOneShotCellIsNotAvailable) {
+  absl::StatusOr<CsvTable> table = ParseCsv(kOneShotCsv, "one_shot.csv");
+  ASSERT_TRUE(table.ok());
+  absl::StatusOr<MetricValue> value =
+      ComputeOneShotMetric(OneShotRow("split average", "objective_end"), *table, "one_shot.csv");
+  ASSERT_TRUE(value.ok()) << value.status();
+  EXPECT_FALSE(value->available);
+  EXPECT_DOUBLE_EQ(OneShotValue(OneShotRow("maecho", "objective_end")), 8.95);
+  // Every client row is empty there: no mean of none.
+  value = ComputeOneShotMetric(OneShotClients(Metric::MEAN, "objective_end"), *table,
+                               "one_shot.csv");
+  ASSERT_TRUE(value.ok()) << value.status();
+  EXPECT_FALSE(value->available);
+}
+
+TEST(MetricsTest, OneShotErrorsNameTheFileAndWhatIsMissing) {
+  EXPECT_EQ(OneShotError(OneShotRow("maecho", "accuracy_iter_001")),
+            "one_shot.csv: no column \"accuracy_iter_001\"");
+  EXPECT_EQ(OneShotError(OneShotClients(Metric::MEAN),
+                         "kind,label,test_accuracy\naggregate,maecho,0.6\n"),
+            "one_shot.csv: no client rows");
+  EXPECT_EQ(OneShotError(OneShotRow("maecho"), "label,test_accuracy\nmaecho,0.6\n"),
+            "one_shot.csv: no column \"kind\"");
+  EXPECT_EQ(OneShotError(OneShotRow("maecho"), "kind,label,test_accuracy\naggregate,maecho,x\n"),
+            "one_shot.csv: row 1 (maecho): test_accuracy \"x\" is not a number");
+}
+
+TEST(MetricsTest, OneShotDefaultsLabelsAndNames) {
+  const Metric split = OneShotRow("split average");
+  EXPECT_EQ(split.label(), "split average");
+  EXPECT_EQ(MetricName(split), "one_shot_split_average_test_accuracy");
+  const Metric seconds = OneShotRow("maecho", "aggregation_seconds");
+  EXPECT_EQ(seconds.label(), "maecho aggregation_seconds");
+  EXPECT_EQ(MetricName(seconds), "one_shot_maecho_aggregation_seconds");
+  EXPECT_EQ(MetricName(OneShotRow("FedAvg (size-weighted)")),
+            "one_shot_fedavg_size_weighted_test_accuracy");
+  EXPECT_EQ(MetricName(OneShotRow("MA-Echo + OT")), "one_shot_ma_echo_ot_test_accuracy");
+  const Metric worst = OneShotClients(Metric::MIN);
+  EXPECT_EQ(worst.label(), "clients min");
+  EXPECT_EQ(MetricName(worst), "one_shot_clients_min_test_accuracy");
+  EXPECT_EQ(OneShotClients(Metric::MEAN, "test_loss").label(), "clients mean test_loss");
+  EXPECT_EQ(MetricName(OneShotClients(Metric::MAX)), "one_shot_clients_max_test_accuracy");
+}
+
 TEST(MetricsTest, DiagnosticsMatchByNameOrPrefixedName) {
   const std::vector<std::string> header = {"round", "elastic/zeta_max", "elastic/zeta_mean",
                                            "eta_g"};
@@ -188,6 +299,37 @@ TEST(MetricsTest, LoadsARunFolder) {
   EXPECT_EQ(data.peak_rss_mb, 120.0);
   std::ofstream(dir / "summary.json") << "{\"wall_seconds\": 3.5}";
   EXPECT_EQ(LoadRunData(dir.string(), log, spec).peak_rss_mb, 250.0);
+}
+
+TEST(MetricsTest, LoadsAOneShotRunsMetricsFromItsReport) {
+  const std::filesystem::path dir =
+      std::filesystem::path(std::getenv("TEST_TMPDIR")) / "one_shot_run";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "metrics.csv") << "round,test_accuracy,test_loss\n1,0.616,1.24\n";
+  std::ofstream(dir / "summary.json") << "{\"wall_seconds\": 6.0}";
+  fedkit::sweep::SweepSpec spec;
+  *spec.add_metrics() = OneShotClients(Metric::MEAN);
+  *spec.add_metrics() = OneShotRow("split average");
+  *spec.add_metrics() = OneShotRow("OT fusion");
+  *spec.add_metrics() = MakeMetric(Metric::FINAL);
+  spec.set_curve_column("test_accuracy");
+  // Before the run wrote its report: the one-shot metrics are not available.
+  RunData data = LoadRunData(dir.string(), dir.string() + ".log", spec);
+  EXPECT_FALSE(data.metrics[0].available);
+  EXPECT_FALSE(data.metrics[1].available);
+  EXPECT_DOUBLE_EQ(data.metrics[3].value.value_or(0), 0.616);
+  ASSERT_EQ(data.problems.size(), 1u);
+  EXPECT_THAT(data.problems[0], HasSubstr("cannot read "));
+  EXPECT_THAT(data.problems[0], HasSubstr("one_shot_run/one_shot.csv"));
+
+  std::ofstream(dir / "one_shot.csv") << kOneShotCsv;
+  data = LoadRunData(dir.string(), dir.string() + ".log", spec);
+  EXPECT_DOUBLE_EQ(data.metrics[0].value.value_or(0), (0.292 + 0.1815 + 0.098) / 3);
+  EXPECT_DOUBLE_EQ(data.metrics[1].value.value_or(0), 0.098);
+  EXPECT_FALSE(data.metrics[2].available);
+  EXPECT_DOUBLE_EQ(data.metrics[3].value.value_or(0), 0.616);
+  ASSERT_EQ(data.problems.size(), 1u);
+  EXPECT_THAT(data.problems[0], HasSubstr("one_shot.csv: no aggregate row labelled \"OT fusion\""));
 }
 
 }  // namespace

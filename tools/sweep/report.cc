@@ -309,8 +309,9 @@ std::string RunsCsv(const SweepSpec& spec, const std::vector<RunRecord>& runs) {
   for (const Metric& metric : spec.metrics()) header.push_back(MetricName(metric));
   header.insert(header.end(), {"wall_seconds", "peak_rss_mb", "stale"});
   std::string csv = absl::StrCat(absl::StrJoin(header, ","), "\n");
+  // Enough digits that counts (bytes) and metrics.csv's values come back exactly.
   const auto number = [](const std::optional<double>& value) {
-    return value.has_value() ? absl::StrFormat("%.6g", *value) : std::string();
+    return value.has_value() ? absl::StrFormat("%.10g", *value) : std::string();
   };
   for (const RunRecord& run : runs) {
     if (run.status != RunStatus::kFinished) continue;
@@ -353,9 +354,10 @@ std::string TableMarkdown(const SweepSpec& spec, const TableContext& context,
     accuracy |= IsPercent(metric);
     rounds_to |= IsRoundsTo(metric);
   }
-  // The variants others are compared to, and whether that is not the sweep's
-  // baseline alone (then the differences table names each row's).
-  std::set<std::string> baselines = {spec.baseline()};
+  // The variants others are compared to (none when every variant is its own
+  // reference: then there are no differences to show), and whether that is not
+  // the sweep's baseline alone (then the differences table names each row's).
+  std::set<std::string> baselines;
   bool own_baselines = false;
   for (const auto& variant : spec.variants()) {
     if (BaselineOf(spec, variant) == variant.name()) continue;
@@ -377,6 +379,10 @@ std::string TableMarkdown(const SweepSpec& spec, const TableContext& context,
                                    baselines.count(variant.name()) > 0, seeds));
   }
 
+  if (baselines.empty()) {
+    absl::StrAppend(&md, RunLists(runs));
+    return md;
+  }
   const std::string baseline_label =
       own_baselines ? std::string("its baseline") : Cell(labels[spec.baseline()]);
   absl::StrAppend(

@@ -167,6 +167,17 @@ TEST_F(TableTest, GroupsCompareToTheirOwnBaselines) {
   EXPECT_THAT(table, Not(HasSubstr("| Other | Other |")));
 }
 
+TEST_F(TableTest, NoDifferencesWhenEveryVariantIsItsOwnReference) {
+  spec_.mutable_variants(1)->set_baseline("new");
+  const std::string table = Table();
+  EXPECT_THAT(table, HasSubstr("| Base | 83.00 ± 2.65 |"));
+  EXPECT_THAT(table, HasSubstr("| New | 86.50 ± 2.12 (n=2) |"));
+  EXPECT_THAT(table, Not(HasSubstr("(baseline)")));
+  EXPECT_THAT(table, Not(HasSubstr("Paired differences")));
+  // The runs are still listed.
+  EXPECT_THAT(table, HasSubstr("- `new` seed 3: failed"));
+}
+
 TEST_F(TableTest, ScaledMetricsShowScaledValues) {
   spec_.clear_metrics();
   Metric* loss = spec_.add_metrics();
@@ -210,9 +221,9 @@ TEST_F(TableTest, RunsCsvHasOneRowPerFinishedRun) {
             "rounds_to_0.85_test_accuracy,wall_seconds,peak_rss_mb,stale\n"
             "base,1,0.86,0.8,3,10,300,false\n"
             "base,2,0.82,0.78,,12,310,false\n"
-            "base,3,0.81,0.806667,2,14,305,false\n"
+            "base,3,0.81,0.8066666667,2,14,305,false\n"
             "new,1,0.88,0.85,2,20,400,false\n"
-            "new,2,0.85,0.823333,3,22,400,true\n");
+            "new,2,0.85,0.8233333333,3,22,400,true\n");
 }
 
 TEST_F(TableTest, CurvesJsonHasEachVariantsBand) {

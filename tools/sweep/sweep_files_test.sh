@@ -15,6 +15,6 @@ for file in experiments/*/*.sweep.textproto; do
     failures=$((failures + 1))
   fi
 done
-[[ $count -ge 13 ]] || { echo "FAIL only $count sweep files found"; exit 1; }
+[[ $count -ge 18 ]] || { echo "FAIL only $count sweep files found"; exit 1; }
 [[ $failures -eq 0 ]] || { echo "$failures of $count sweep files are invalid"; exit 1; }
 echo "all $count sweep files are valid"

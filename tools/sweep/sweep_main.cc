@@ -51,7 +51,8 @@
 // seconds, peak RSS, whether stale), table.md (how to reproduce, then per variant
 // each metric's mean ± sd and the paired differences to the baseline, and the
 // stale, failed and missing runs) and curves.png (drawn by curves.py with
-// /usr/bin/python3 and matplotlib; skipped with a warning without them). Wall
+// /usr/bin/python3 and matplotlib; skipped with a warning without them, and left
+// out when every run has a single evaluated round, as one-shot runs do). Wall
 // seconds are the run's process as the sweep timed it (it appends them to the
 // log's last line), or summary.json's for runs it did not start; peak RSS is
 // summary.json's, or the process's ru_maxrss.
@@ -208,9 +209,6 @@ std::string LastLine(const std::string& path) {
 bool DrawCurves(const std::string& argv0, const std::string& json, const std::string& out,
                 const std::string& temp) {
   const std::string png = (fs::path(out) / "curves.png").string();
-  std::error_code error;
-  // An old picture beside a new table would contradict it.
-  fs::remove(png, error);
   std::optional<std::string> script = FindRunfile(argv0, "tools/sweep/curves.py");
   if (access(kPython, X_OK) != 0 || !script.has_value()) {
     std::fprintf(stderr, "warning: no curves.png: %s\n",
@@ -378,10 +376,13 @@ absl::Status WriteReports(const Sweep& sweep, const TableContext& context,
     absl::Status status = fl::WriteFileAtomically((fs::path(sweep.out) / name).string(), contents);
     if (!status.ok()) return status;
   }
-  const bool any_finished = std::any_of(records.begin(), records.end(), [](const RunRecord& r) {
-    return r.status == RunStatus::kFinished;
+  // An old picture beside a new table would contradict it.
+  fs::remove(fs::path(sweep.out) / "curves.png", error);
+  // Runs of one evaluated round (one-shot runs) have no curve to draw.
+  const bool any_curve = std::any_of(records.begin(), records.end(), [](const RunRecord& r) {
+    return r.status == RunStatus::kFinished && r.data.curve.size() > 1;
   });
-  const bool drawn = any_finished && !temp.path().empty() &&
+  const bool drawn = any_curve && !temp.path().empty() &&
                      DrawCurves(argv0, CurvesJson(sweep.spec, records), sweep.out, temp.path());
   std::printf("reports in %s: table.md, runs.csv%s\n", RelativeTo(sweep.out, UserDir()).c_str(),
               drawn ? ", curves.png" : "");

@@ -87,6 +87,16 @@ void CheckMetrics(SweepSpec& spec, fl::ErrorList& errors) {
     if (metric.has_target() && !std::isfinite(metric.target())) {
       errors.Add(path + ".target", absl::StrCat("must be a finite number, got ", metric.target()));
     }
+    if (!metric.one_shot_row().empty() &&
+        metric.one_shot_clients() != Metric::ONE_SHOT_CLIENTS_UNSPECIFIED) {
+      errors.Add(path + ".one_shot_clients",
+                 "a metric reads one aggregate row (one_shot_row) or the client rows, not both");
+    }
+    if (IsOneShot(metric) && metric.kind() != Metric::FINAL) {
+      errors.Add(path + ".kind", absl::StrCat("one_shot_row and one_shot_clients take FINAL (a "
+                                              "one-shot run has one value), got ",
+                                              Metric::Kind_Name(metric.kind())));
+    }
     FillDefaults(metric);
     auto [it, inserted] = names.emplace(MetricName(metric), i);
     if (!inserted) {
@@ -143,7 +153,8 @@ void CheckSeeds(const SweepSpec& spec, fl::ErrorList& errors) {
 }
 
 // Each variant's fragment, then (when it and the base parse) its spec as the
-// runner will build it. The seed does not change what is valid: the first one.
+// runner will build it, and that it is one-shot when a metric reads one_shot.csv.
+// The seed does not change what is valid: the first one.
 void CheckVariantSpecs(const Sweep& sweep, bool base_ok, fl::ErrorList& errors) {
   const SweepSpec& spec = sweep.spec;
   for (int i = 0; i < spec.variants_size(); ++i) {
@@ -159,6 +170,14 @@ void CheckVariantSpecs(const Sweep& sweep, bool base_ok, fl::ErrorList& errors) 
       continue;
     }
     errors.AddStatus(prefix, CheckExperiment(*resolved));
+    if (resolved->server().one_shot()) continue;
+    for (int m = 0; m < spec.metrics_size(); ++m) {
+      if (IsOneShot(spec.metrics(m))) {
+        errors.Add(absl::StrCat(prefix, "metrics[", m, "]"),
+                   "reads one_shot.csv, which only a one-shot run (server { one_shot: true }) "
+                   "writes");
+      }
+    }
   }
 }
 

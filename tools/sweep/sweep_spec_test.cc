@@ -135,6 +135,58 @@ baseline: "fedavg"
   EXPECT_THAT(message, Not(HasSubstr("variant \"fedavg\"")));
 }
 
+TEST(SweepSpecTest, OneShotMetricsTakeFinalAndOneOfTheirFields) {
+  absl::StatusOr<Sweep> sweep = Load(R"(
+set: "server { rounds: 1 one_shot: true }"
+variants { name: "fedavg" }
+seeds: [1]
+metrics { kind: FINAL one_shot_clients: MEAN }
+metrics { kind: FINAL one_shot_clients: MIN }
+metrics { kind: FINAL one_shot_row: "fedavg" }
+metrics { kind: FINAL one_shot_row: "fedavg" column: "aggregation_seconds" }
+baseline: "fedavg"
+)");
+  ASSERT_TRUE(sweep.ok()) << sweep.status();
+  EXPECT_EQ(sweep->spec.metrics(1).label(), "clients min");
+  EXPECT_EQ(sweep->spec.metrics(3).label(), "fedavg aggregation_seconds");
+
+  sweep = Load(R"(
+set: "server { rounds: 1 one_shot: true }"
+variants { name: "fedavg" }
+seeds: [1]
+metrics { kind: BEST one_shot_row: "fedavg" }
+metrics { kind: FINAL one_shot_row: "split average" one_shot_clients: MAX }
+metrics { kind: FINAL one_shot_row: "FedAvg" }
+baseline: "fedavg"
+)");
+  ASSERT_FALSE(sweep.ok());
+  const std::string message(sweep.status().message());
+  EXPECT_THAT(message,
+              HasSubstr("metrics[0].kind: one_shot_row and one_shot_clients take FINAL (a one-shot "
+                        "run has one value), got BEST"));
+  EXPECT_THAT(message, HasSubstr("metrics[1].one_shot_clients: a metric reads one aggregate row "
+                                 "(one_shot_row) or the client rows, not both"));
+  // Two labels that differ only in case would share a runs.csv column.
+  EXPECT_THAT(message,
+              HasSubstr("metrics[2]: the same as metrics[0] (one_shot_fedavg_test_accuracy)"));
+}
+
+TEST(SweepSpecTest, OneShotMetricsNeedOneShotRuns) {
+  absl::StatusOr<Sweep> sweep = Load(R"(
+variants { name: "fedavg" }
+variants { name: "one_shot" set: "server { rounds: 1 one_shot: true }" }
+seeds: [1]
+metrics { kind: FINAL }
+metrics { kind: FINAL one_shot_row: "fedavg" }
+baseline: "fedavg"
+)");
+  ASSERT_FALSE(sweep.ok());
+  const std::string message(sweep.status().message());
+  EXPECT_THAT(message, HasSubstr("variant \"fedavg\": metrics[1]: reads one_shot.csv, which only "
+                                 "a one-shot run (server { one_shot: true }) writes"));
+  EXPECT_THAT(message, Not(HasSubstr("variant \"one_shot\"")));
+}
+
 TEST(SweepSpecTest, AMissingBaseSpecIsNamed) {
   const fs::path path = fs::path(std::getenv("TEST_TMPDIR")) / "missing_base.sweep.textproto";
   std::ofstream(path) << "base_spec: \"nowhere.textproto\"\n" << kFedAvgAndFedExp;
