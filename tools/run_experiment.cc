@@ -1,6 +1,6 @@
 // Runs one federated experiment from a text-proto spec.
 //
-//   bazel run //tools:run_experiment -- --spec=experiments/quickstart.textproto \
+//   bazel run //tools:run_experiment -- --spec=experiments/quickstart.textproto
 //       [--output_dir=DIR] [--set='server { rounds: 3 }'] [--validate_only]
 //   bazel run //tools:run_experiment -- --resume=DIR [--spec=...] [--set=...]
 //   bazel run //tools:run_experiment -- --list
