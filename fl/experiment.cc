@@ -450,7 +450,7 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   const std::vector<int> client_ranks =
       group != nullptr ? AssignClientsToRanks(client_sizes, group->world_size()) : std::vector<int>();
   // Drops the states of clients another rank owns.
-  auto KeepOwned = [&](std::map<ClientStateStore::Key, TensorMap>& states) {
+  auto keep_owned = [&](std::map<ClientStateStore::Key, TensorMap>& states) {
     if (group == nullptr) return;
     for (auto it = states.begin(); it != states.end();) {
       it = client_ranks[it->first.first] == group->rank() ? std::next(it) : states.erase(it);
@@ -552,7 +552,7 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
     if (group != nullptr) {
       // Each rank holds its own clients' states; rank 0 writes them all, so the
       // checkpoint is the same file whatever the number of processes.
-      KeepOwned(client_states);
+      keep_owned(client_states);
       FL_ASSIGN_OR_RETURN(std::vector<std::string> messages,
                           group->Gather(rank_zero ? std::string() : SerializeClientStates(client_states)));
       if (!rank_zero) return absl::OkStatus();
@@ -586,7 +586,7 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
     }
     FL_RETURN_IF_ERROR(aggregator->RestoreState(resume->aggregator_state));
     std::map<ClientStateStore::Key, TensorMap> client_states = resume->client_states;
-    KeepOwned(client_states);
+    keep_owned(client_states);
     state_store.Restore(std::move(client_states));
     if (rank_zero) {
       for (const MetricsRow& row : resume->rows) FL_RETURN_IF_ERROR(sink->AddRow(row));

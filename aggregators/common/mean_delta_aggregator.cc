@@ -32,10 +32,7 @@ std::optional<NamedSums> MeanDeltaAggregator::PartialSums() const {
 }
 
 absl::Status MeanDeltaAggregator::MergePartialSums(NamedSums sums) {
-  if (!global_.has_value()) {
-    return absl::FailedPreconditionError("MergePartialSums before Configure");
-  }
-  FL_RETURN_IF_ERROR(CheckPartialSums(*PartialSums(), sums));
+  FL_RETURN_IF_ERROR(CheckMergeable(*this, global_.has_value(), sums));
   mean_.MergePartialSums("", *global_, sums);
   return absl::OkStatus();
 }

@@ -1,5 +1,6 @@
 #include "aggregators/common/partial_sums.h"
 
+#include <optional>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -62,6 +63,16 @@ absl::Status CheckPartialSums(const NamedSums& expected, const NamedSums& sums) 
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckMergeable(const fl::Aggregator& aggregator, bool configured,
+                            const NamedSums& sums) {
+  if (!configured) return absl::FailedPreconditionError("MergePartialSums before Configure");
+  std::optional<NamedSums> expected = aggregator.PartialSums();
+  if (!expected.has_value()) {
+    return absl::UnimplementedError("this aggregator's accumulation is not a sum of partials");
+  }
+  return CheckPartialSums(*expected, sums);
 }
 
 }  // namespace aggregators

@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "fl/aggregator.h"
 #include "fl/model_state.h"
 
 namespace aggregators {
@@ -46,6 +47,13 @@ NamedSums WithoutPrefix(absl::string_view prefix, const NamedSums& sums);
 // InvalidArgument naming the first difference unless `sums` holds exactly the
 // names of `expected`, each with its shape and dtype.
 absl::Status CheckPartialSums(const NamedSums& expected, const NamedSums& sums);
+
+// Where every MergePartialSums begins: FailedPrecondition before Configure
+// (`configured` false: the layout of the sums is not known yet), Unimplemented
+// when `aggregator` has no partial sums this round (a wrapper whose base has
+// none), else CheckPartialSums against its own PartialSums.
+absl::Status CheckMergeable(const fl::Aggregator& aggregator, bool configured,
+                            const NamedSums& sums);
 
 }  // namespace aggregators
 

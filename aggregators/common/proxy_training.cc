@@ -278,10 +278,7 @@ std::optional<NamedSums> ProxyTunedFedAvg::PartialSums() const {
 }
 
 absl::Status ProxyTunedFedAvg::MergePartialSums(NamedSums sums) {
-  if (!global_.has_value()) {
-    return absl::FailedPreconditionError("MergePartialSums before Configure");
-  }
-  FL_RETURN_IF_ERROR(CheckPartialSums(*PartialSums(), sums));
+  FL_RETURN_IF_ERROR(CheckMergeable(*this, global_.has_value(), sums));
   mean_.MergePartialSums("", *global_, sums);
   return absl::OkStatus();
 }

@@ -161,12 +161,7 @@ class Efl : public fl::Aggregator {
   }
 
   absl::Status MergePartialSums(NamedSums sums) override {
-    if (!parameters_.has_value()) {
-      return absl::FailedPreconditionError("MergePartialSums before Configure");
-    }
-    std::optional<NamedSums> expected = PartialSums();
-    if (!expected.has_value()) return fl::Aggregator::MergePartialSums(std::move(sums));
-    FL_RETURN_IF_ERROR(CheckPartialSums(*expected, sums));
+    FL_RETURN_IF_ERROR(CheckMergeable(*this, parameters_.has_value(), sums));
     FL_RETURN_IF_ERROR(base_->MergePartialSums(WithoutPrefix(kBaseSums, sums)));
     round_u_ = WithoutPrefix(kU, sums);
     round_v_ = WithoutPrefix(kV, sums);

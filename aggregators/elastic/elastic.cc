@@ -538,12 +538,7 @@ class Elastic : public fl::Aggregator {
   }
 
   absl::Status MergePartialSums(NamedSums sums) override {
-    if (!omega_layout_.has_value()) {
-      return absl::FailedPreconditionError("MergePartialSums before Configure");
-    }
-    std::optional<NamedSums> expected = PartialSums();
-    if (!expected.has_value()) return fl::Aggregator::MergePartialSums(std::move(sums));
-    FL_RETURN_IF_ERROR(CheckPartialSums(*expected, sums));
+    FL_RETURN_IF_ERROR(CheckMergeable(*this, omega_layout_.has_value(), sums));
     FL_RETURN_IF_ERROR(base_->MergePartialSums(WithoutPrefix(kBaseSums, sums)));
     total_weight_ = sums.at(kOmegaWeightSum).item<double>();
     omega_sum_.reset();

@@ -130,10 +130,7 @@ class ServerOptimizer : public fl::Aggregator {
   }
 
   absl::Status MergePartialSums(NamedSums sums) override {
-    if (!global_.has_value()) {
-      return absl::FailedPreconditionError("MergePartialSums before Configure");
-    }
-    FL_RETURN_IF_ERROR(CheckPartialSums(*PartialSums(), sums));
+    FL_RETURN_IF_ERROR(CheckMergeable(*this, global_.has_value(), sums));
     mean_.MergePartialSums("", *global_, sums);
     return absl::OkStatus();
   }

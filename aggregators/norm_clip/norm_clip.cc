@@ -137,9 +137,8 @@ class NormClip : public fl::Aggregator {
   }
 
   absl::Status MergePartialSums(NamedSums sums) override {
-    std::optional<NamedSums> expected = PartialSums();
-    if (!expected.has_value()) return fl::Aggregator::MergePartialSums(std::move(sums));
-    FL_RETURN_IF_ERROR(CheckPartialSums(*expected, sums));
+    // Configured or not is the base's to say (its PartialSums).
+    FL_RETURN_IF_ERROR(CheckMergeable(*this, /*configured=*/true, sums));
     FL_RETURN_IF_ERROR(base_->MergePartialSums(WithoutPrefix(kBaseSums, sums)));
     accepted_ = static_cast<int>(sums.at(kAccepted).item<int64_t>());
     clipped_ = static_cast<int>(sums.at(kClipped).item<int64_t>());

@@ -420,10 +420,7 @@ class Scaffold : public fl::Aggregator {
   }
 
   absl::Status MergePartialSums(NamedSums sums) override {
-    if (!global_.has_value()) {
-      return absl::FailedPreconditionError("MergePartialSums before Configure");
-    }
-    FL_RETURN_IF_ERROR(CheckPartialSums(*PartialSums(), sums));
+    FL_RETURN_IF_ERROR(CheckMergeable(*this, global_.has_value(), sums));
     mean_.MergePartialSums("", *global_, sums);
     if (extrapolation_.has_value()) norms_.MergePartialSums("sq_norm/", sums);
     delta_c_sum_ = StateFromSums(kDeltaCSums, *c_, sums);
