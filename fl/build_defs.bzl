@@ -48,20 +48,23 @@ def fl_plugin_library(name, alwayslink = True, tags = [], **kwargs):
         fail("fl_plugin_library %s: alwayslink must stay True, or its registrations vanish" % name)
     native.cc_library(name = name, alwayslink = True, tags = tags + ["fl_plugin"], **kwargs)
 
-def fl_fuzz_target(name, srcs, deps, corpus, seconds = 3):
+def fl_fuzz_target(name, srcs, deps, corpus, runs):
     """A fuzz target: srcs define LLVMFuzzerTestOneInput.
 
-    Makes `name + "_test"`, run by `bazel test`: every file of `corpus` (seeds and
-    every crasher found so far), then `seconds` of seeded random mutations, with
-    //tools/fuzz:driver; and `name`, the libFuzzer binary (tagged manual: it links
-    only with clang, see tools/fuzz/libfuzzer.sh).
+    Makes `name`, the fuzzer: libFuzzer, coverage-guided and under AddressSanitizer
+    and UndefinedBehaviorSanitizer, when built with `--config=asan` (clang; see
+    tools/sanitize.sh), else //tools/fuzz:driver's blind mutator, which builds with
+    any compiler. Both take libFuzzer's flags. And `name + "_test"`: every file of
+    `corpus` (seeds and every crasher found so far), then mutations, `runs`
+    executions in all (a count, not seconds, so any machine does the same work).
 
     Args:
-      name: the libFuzzer binary; the test is name + "_test".
+      name: the fuzzer binary; the test is name + "_test".
       srcs: the entry point's sources.
       deps: what they use.
       corpus: files (or a filegroup) of seed and regression inputs.
-      seconds: how long the test mutates.
+      runs: executions per test run; pick them so the test takes seconds under
+        the sanitizers.
     """
     native.cc_library(
         name = name + "_entry",
@@ -70,18 +73,24 @@ def fl_fuzz_target(name, srcs, deps, corpus, seconds = 3):
         deps = deps,
         alwayslink = True,
     )
-    native.cc_test(
-        name = name + "_test",
-        size = "small",
-        deps = [":" + name + "_entry", "//tools/fuzz:driver"],
-        data = corpus,
-        args = ["--seconds=%d" % seconds] + ["$(locations %s)" % c for c in corpus],
-        tags = ["fuzz"],
-    )
     native.cc_binary(
         name = name,
         testonly = True,
-        deps = [":" + name + "_entry"],
-        linkopts = ["-fsanitize=fuzzer"],
-        tags = ["manual"],
+        deps = [":" + name + "_entry"] + select({
+            "//tools/fuzz:libfuzzer": [],
+            "//conditions:default": ["//tools/fuzz:driver"],
+        }),
+        linkopts = select({
+            "//tools/fuzz:libfuzzer": ["-fsanitize=fuzzer"],
+            "//conditions:default": [],
+        }),
+    )
+    native.sh_test(
+        name = name + "_test",
+        size = "small",
+        srcs = ["//tools/fuzz:fuzz_test.sh"],
+        data = [":" + name] + corpus,
+        args = ["$(location :%s)" % name, "-runs=%d" % runs] +
+               ["$(locations %s)" % c for c in corpus],
+        tags = ["fuzz"],
     )

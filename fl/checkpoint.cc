@@ -67,85 +67,58 @@ MetricsRow FromRecord(const fedkit::MetricsRowRecord& record) {
   return row;
 }
 
-// Writes a file through a temporary one, checksumming what it writes.
-class DurableFile {
- public:
-  explicit DurableFile(std::string path) : path_(std::move(path)), temp_(path_ + ".tmp") {}
-  ~DurableFile() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-      ::unlink(temp_.c_str());
-    }
-  }
-
-  absl::Status Open() {
-    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) return Error("cannot create");
-    return absl::OkStatus();
-  }
-
-  absl::Status Write(const void* data, size_t size) {
-    crc_ = crc32_z(crc_, static_cast<const Bytef*>(data), size);
-    const char* p = static_cast<const char*>(data);
-    while (size > 0) {
-      const ssize_t n = ::write(fd_, p, size);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return Error("cannot write");
-      p += n;
-      size -= static_cast<size_t>(n);
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status WriteRecord(const google::protobuf::Message& message) {
-    std::string bytes;
-    if (!message.SerializeToString(&bytes)) {
-      return absl::InternalError(absl::StrCat("cannot serialise a record of ", path_));
-    }
-    FL_RETURN_IF_ERROR(WriteLength(bytes.size()));
-    return Write(bytes.data(), bytes.size());
-  }
-
-  absl::Status WriteLength(uint64_t length) {
-    unsigned char bytes[8];
-    for (int i = 0; i < 8; ++i) bytes[i] = static_cast<unsigned char>(length >> (8 * i));
-    return Write(bytes, 8);
-  }
-
-  // Appends the checksum, makes the file durable and puts it in place.
-  absl::Status Commit() {
-    unsigned char bytes[4];
-    const uint32_t crc = static_cast<uint32_t>(crc_);
-    for (int i = 0; i < 4; ++i) bytes[i] = static_cast<unsigned char>(crc >> (8 * i));
-    FL_RETURN_IF_ERROR(Write(bytes, 4));
-    if (::fsync(fd_) != 0) return Error("cannot fsync");
-    if (::close(fd_) != 0) {
-      fd_ = -1;
-      return Error("cannot close");
-    }
-    fd_ = -1;
-    if (::rename(temp_.c_str(), path_.c_str()) != 0) return Error("cannot rename into place");
-    // The rename itself is durable once the folder is.
-    const std::string dir = std::filesystem::path(path_).parent_path().string();
-    const int dir_fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir_fd >= 0) {
-      ::fsync(dir_fd);
-      ::close(dir_fd);
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  absl::Status Error(const char* what) const {
+// Writes `bytes` to a temporary file beside `path`, fsyncs it, renames it over
+// `path` and fsyncs the folder, so the previous file stays until the new one is
+// complete and durable.
+absl::Status WriteDurably(const std::string& path, absl::string_view bytes) {
+  const std::string temp = path + ".tmp";
+  auto error = [&](const char* what) {
     return absl::UnavailableError(
-        absl::StrCat(what, " ", temp_, " (for ", path_, "): ", std::strerror(errno)));
+        absl::StrCat(what, " ", temp, " (for ", path, "): ", std::strerror(errno)));
+  };
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return error("cannot create");
+  auto fail = [&](const char* what) {
+    const absl::Status status = error(what);
+    ::close(fd);
+    ::unlink(temp.c_str());
+    return status;
+  };
+  const char* p = bytes.data();
+  size_t size = bytes.size();
+  while (size > 0) {
+    const ssize_t n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return fail("cannot write");
+    p += n;
+    size -= static_cast<size_t>(n);
   }
+  if (::fsync(fd) != 0) return fail("cannot fsync");
+  if (::close(fd) != 0) {
+    ::unlink(temp.c_str());
+    return error("cannot close");
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) return error("cannot rename into place");
+  // The rename itself is durable once the folder is.
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  const int dir_fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
+  }
+  return absl::OkStatus();
+}
 
-  std::string path_;
-  std::string temp_;
-  int fd_ = -1;
-  uLong crc_ = crc32_z(0L, Z_NULL, 0);
-};
+void AppendLittleEndian(uint64_t value, size_t width, std::string& out) {
+  for (size_t i = 0; i < width; ++i) out.push_back(static_cast<char>(value >> (8 * i)));
+}
+
+absl::Status AppendRecord(const google::protobuf::Message& message, std::string& out) {
+  FL_ASSIGN_OR_RETURN(const std::string bytes, DeterministicBytes(message));
+  AppendLittleEndian(bytes.size(), 8, out);
+  out += bytes;
+  return absl::OkStatus();
+}
 
 uint64_t ReadLittleEndian(absl::string_view bytes, size_t width) {
   uint64_t value = 0;
@@ -157,7 +130,7 @@ uint64_t ReadLittleEndian(absl::string_view bytes, size_t width) {
 
 }  // namespace
 
-absl::Status WriteCheckpoint(const std::string& path, const Checkpoint& checkpoint) {
+absl::StatusOr<std::string> SerializeCheckpoint(const Checkpoint& checkpoint) {
   std::vector<CheckpointTensor> tensors;
   auto add_state = [&](CheckpointTensor::Section section, const ModelState& state) {
     for (const ModelState::Entry& entry : state.entries()) {
@@ -196,14 +169,19 @@ absl::Status WriteCheckpoint(const std::string& path, const Checkpoint& checkpoi
   header.set_num_tensors(static_cast<int64_t>(tensors.size()));
   header.set_seconds(server.seconds);
 
-  DurableFile file(path);
-  FL_RETURN_IF_ERROR(file.Open());
-  FL_RETURN_IF_ERROR(file.Write(kMagic, sizeof(kMagic)));
-  const unsigned char version[4] = {kFormatVersion & 0xff, 0, 0, 0};
-  FL_RETURN_IF_ERROR(file.Write(version, 4));
-  FL_RETURN_IF_ERROR(file.WriteRecord(header));
-  for (const CheckpointTensor& tensor : tensors) FL_RETURN_IF_ERROR(file.WriteRecord(tensor));
-  return file.Commit();
+  std::string bytes(kMagic, sizeof(kMagic));
+  AppendLittleEndian(kFormatVersion, 4, bytes);
+  FL_RETURN_IF_ERROR(AppendRecord(header, bytes));
+  for (const CheckpointTensor& tensor : tensors) FL_RETURN_IF_ERROR(AppendRecord(tensor, bytes));
+  const uLong crc = crc32_z(crc32_z(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data()),
+                            bytes.size());
+  AppendLittleEndian(static_cast<uint32_t>(crc), 4, bytes);
+  return bytes;
+}
+
+absl::Status WriteCheckpoint(const std::string& path, const Checkpoint& checkpoint) {
+  FL_ASSIGN_OR_RETURN(const std::string bytes, SerializeCheckpoint(checkpoint));
+  return WriteDurably(path, bytes);
 }
 
 absl::StatusOr<Checkpoint> ParseCheckpoint(absl::string_view bytes, const std::string& source,

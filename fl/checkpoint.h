@@ -44,6 +44,8 @@ struct Checkpoint {
   std::vector<MetricsSink::DiagnosticsRow> diagnostics;
 };
 
+// The file's bytes. Equal checkpoints give equal bytes.
+absl::StatusOr<std::string> SerializeCheckpoint(const Checkpoint& checkpoint);
 absl::Status WriteCheckpoint(const std::string& path, const Checkpoint& checkpoint);
 
 // Tensors that were on an accelerator come back on `device`, the others on the

@@ -6,6 +6,8 @@
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
 namespace fl {
 namespace {
@@ -68,6 +70,20 @@ absl::StatusOr<at::Tensor> TensorFromRecord(const CheckpointTensor& record, cons
                                 at::TensorOptions().dtype(dtype->second));
   if (numel > 0) std::memcpy(tensor.data_ptr(), record.data().data(), record.data().size());
   return record.on_device() ? tensor.to(device) : tensor;
+}
+
+absl::StatusOr<std::string> DeterministicBytes(const google::protobuf::Message& message) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    if (!message.SerializeToCodedStream(&coded)) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cannot serialise a record of ", message.ByteSizeLong(), " bytes"));
+    }
+  }  // The streams trim `bytes` to what was written as they close.
+  return bytes;
 }
 
 }  // namespace fl

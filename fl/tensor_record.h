@@ -23,6 +23,11 @@ fedkit::CheckpointTensor TensorToRecord(fedkit::CheckpointTensor::Section sectio
 absl::StatusOr<at::Tensor> TensorFromRecord(const fedkit::CheckpointTensor& record,
                                             const at::Device& device, const std::string& where);
 
+// A record's bytes with map entries ordered by key (protobuf's default order is
+// its hash order, seeded afresh for each map), so that equal records are equal
+// bytes. ResourceExhausted for a message over protobuf's 2 GB limit.
+absl::StatusOr<std::string> DeterministicBytes(const google::protobuf::Message& message);
+
 }  // namespace fl
 
 #endif  // FL_TENSOR_RECORD_H_

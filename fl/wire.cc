@@ -10,13 +10,22 @@
 #include "fl/status_macros.h"
 #include "fl/tensor_record.h"
 #include "fl/wire.pb.h"
+#include "glog/logging.h"
 
 namespace fl {
 namespace {
 
 using fedkit::CheckpointTensor;
 
-void AppendFramed(const std::string& record, std::string& out) {
+// Records over protobuf's 2 GB limit are a tensor that large: not supported.
+std::string Bytes(const google::protobuf::Message& message) {
+  absl::StatusOr<std::string> bytes = DeterministicBytes(message);
+  CHECK(bytes.ok()) << bytes.status();
+  return *std::move(bytes);
+}
+
+void AppendFramed(const google::protobuf::Message& message, std::string& out) {
+  const std::string record = Bytes(message);
   const uint64_t length = record.size();
   out.append(reinterpret_cast<const char*>(&length), sizeof(length));
   out.append(record);
@@ -81,7 +90,7 @@ std::string SerializeUpdates(const std::vector<IndexedUpdate>& updates) {
       AddEntries(update.delta, "", *message.mutable_delta());
       for (const auto& [name, extra] : update.extras) AddEntries(extra, name, *message.mutable_extras());
     }
-    AppendFramed(message.SerializeAsString(), out);
+    AppendFramed(message, out);
   }
   return out;
 }
@@ -134,7 +143,7 @@ std::string SerializeTensors(const TensorMap& tensors) {
   for (const auto& [name, tensor] : tensors) {
     *message.add_tensors() = TensorToRecord(CheckpointTensor::AGGREGATOR, name, tensor);
   }
-  return message.SerializeAsString();
+  return Bytes(message);
 }
 
 absl::StatusOr<TensorMap> ParseTensors(absl::string_view bytes, const c10::Device& device,
@@ -161,7 +170,7 @@ std::string SerializeClientStates(const std::map<ClientStateStore::Key, TensorMa
       record.set_client_id(key.first);
       record.set_hook(key.second);
     }
-    AppendFramed(message.SerializeAsString(), out);
+    AppendFramed(message, out);
   }
   return out;
 }

@@ -2,6 +2,7 @@
 # Installs what fedkit needs on Debian 12, once: Bazel 4.2.3 and its offline tool
 # repositories, LibTorch (CPU) with OpenBLAS, Abseil, glog, Protobuf, GoogleTest,
 # Google Benchmark, zlib, LEMON, ALGLIB, Gloo's headers (distributed runs),
+# clang-15 with libFuzzer (the sanitizer and fuzzing build),
 # matplotlib (for pictures) and the Fashion-MNIST dataset.
 # Each part is skipped when it is already there, so running this again is a no-op.
 set -euo pipefail
@@ -24,6 +25,8 @@ packages=(
   liblemon-dev               # LEMON's network simplex: exact optimal transport (OT fusion)
   libalglib-dev              # ALGLIB's QP solver (MA-Echo's client weights)
   libgloo-dev                # headers of Gloo, c10d's CPU transport (distributed runs)
+  clang-15                   # the sanitizer build (tools/sanitize.sh): ASan, UBSan
+  libfuzzer-15-dev           # libFuzzer, for the fuzz targets in that build
   dataset-fashion-mnist      # real Fashion-MNIST, IDX gzip files
   python3-matplotlib         # partition and benchmark pictures (tools/*.py)
 )

@@ -1,18 +1,35 @@
 #!/bin/bash
-# The README's test command: set-up (a no-op when done), then every test target.
-# Ends with a line "N passed, M failed" counting test targets.
+# The README's test command: set-up (a no-op when done), every test target with
+# gcc, then the sanitizer half (tools/sanitize.sh: fl/ and data/ tests and every
+# fuzz target under ASan and UBSan with clang). Flags go to both bazel commands.
+# Ends with a line "N passed, M failed" counting test targets of both halves.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh || exit 1
 tools/check_plugin_umbrellas.sh || exit 1
-log=$(mktemp)
-bazel test //... "$@" 2>&1 | tee "$log"
-code=${PIPESTATUS[0]}
-summary=$(grep -E "^Executed [0-9]+ out of [0-9]+ tests?" "$log" | tail -n 1)
-rm -f "$log"
-if [[ -n "$summary" ]]; then
-  total=$(sed -E 's/^Executed [0-9]+ out of ([0-9]+) .*/\1/' <<<"$summary")
-  passed=$(grep -oE '[0-9]+ tests? pass' <<<"$summary" | grep -oE '^[0-9]+' || echo 0)
-  echo "$passed passed, $((total - passed)) failed"
-fi
+
+passed=0
+total=0
+# Runs a test command, echoing its output, and adds its "Executed ..." line to the counts.
+count() {
+  local log code summary
+  log=$(mktemp)
+  "$@" 2>&1 | tee "$log"
+  code=${PIPESTATUS[0]}
+  summary=$(grep -E "^Executed [0-9]+ out of [0-9]+ tests?" "$log" | tail -n 1)
+  rm -f "$log"
+  if [[ -n "$summary" ]]; then
+    total=$((total + $(sed -E 's/^Executed [0-9]+ out of ([0-9]+) .*/\1/' <<<"$summary")))
+    passed=$((passed + $(grep -oE '[0-9]+ tests? pass' <<<"$summary" | grep -oE '^[0-9]+' || echo 0)))
+  fi
+  return "$code"
+}
+
+count bazel test //... "$@"
+code=$?
+echo "== the sanitizer half: tools/sanitize.sh"
+count tools/sanitize.sh "$@"
+sanitizer_code=$?
+[[ $code -ne 0 ]] || code=$sanitizer_code
+echo "$passed passed, $((total - passed)) failed"
 exit "$code"

@@ -1,15 +1,19 @@
 // Runs a libFuzzer-style target (LLVMFuzzerTestOneInput) without libFuzzer, so
-// that every fuzz target builds and runs in the test suite with any compiler:
-// first every input file named on the command line (the seed corpus and every
-// crasher found so far), then seeded random mutations of them until --seconds
-// have passed. A crash writes the input that caused it to the test's undeclared
-// outputs (or the working folder) before the process dies. The address space is
-// capped (--max_memory_mb, default 4096), as libFuzzer caps memory, so that an
-// input asking for a huge allocation fails that allocation (and the target must
-// report it as an error) instead of exhausting the machine. Long, coverage-guided
-// runs: tools/fuzz/libfuzzer.sh.
+// that every fuzz target builds and runs with gcc too: first every input of the
+// corpus folders and files named on the command line (seeds and every crasher
+// found so far), then seeded random mutations of them. It takes libFuzzer's
+// flags, so the same command line works on either build (//tools/fuzz:fuzz_test.sh
+// runs both): -runs=N caps the executions (corpus included) and makes a run the
+// same amount of work on any machine, -max_total_time=S caps the seconds, -seed,
+// -max_len, -rss_limit_mb (the address space is capped, as libFuzzer caps memory,
+// so that an input asking for a huge allocation fails that allocation, and the
+// target must report it as an error, instead of exhausting the machine) and
+// -artifact_prefix (where a crashing input is written before the process dies).
+// Unlike libFuzzer it has no coverage feedback and adds nothing to the corpus.
+// Real coverage-guided runs: the libFuzzer build, tools/fuzz/fuzz.sh.
 //
-//   driver [--seconds=2] [--seed=1] [--max_memory_mb=4096] FILE_OR_FOLDER...
+//   driver [-runs=N] [-max_total_time=S] [-seed=1] [-max_len=65536]
+//          [-rss_limit_mb=4096] [-artifact_prefix=DIR/] FILE_OR_FOLDER...
 
 #include <fcntl.h>
 #include <signal.h>
@@ -32,7 +36,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 namespace {
 
-constexpr size_t kMaxInput = 1 << 16;
 
 // The input being run, for the crash handler (written before each run).
 const std::string* current_input = nullptr;
@@ -68,7 +71,8 @@ std::string ReadFile(const std::filesystem::path& path) {
 }
 
 // One random edit of the kinds libFuzzer's default mutators make.
-void Mutate(std::string& input, const std::vector<std::string>& corpus, std::mt19937_64& rng) {
+void Mutate(std::string& input, const std::vector<std::string>& corpus, size_t max_len,
+            std::mt19937_64& rng) {
   auto pick = [&rng](size_t n) { return n == 0 ? 0 : static_cast<size_t>(rng() % n); };
   static const uint8_t kInteresting[] = {0, 1, 0x7f, 0x80, 0xff, 0xfe, 0x10, 0x40};
   switch (rng() % 8) {
@@ -108,24 +112,42 @@ void Mutate(std::string& input, const std::vector<std::string>& corpus, std::mt1
         std::memcpy(&input[pick(input.size() - 3)], &value, 4);
       }
   }
-  if (input.size() > kMaxInput) input.resize(kMaxInput);
+  if (input.size() > max_len) input.resize(max_len);
+}
+
+// The value of a "-name=value" flag, or nullptr when `arg` is not that flag.
+const char* FlagValue(const std::string& arg, const char* name) {
+  const std::string prefix = std::string("-") + name + "=";
+  return arg.rfind(prefix, 0) == 0 ? arg.c_str() + prefix.size() : nullptr;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  double seconds = 2.0;
+  int64_t max_runs = -1;
+  double max_seconds = 0;
   uint64_t seed = 1;
-  uint64_t max_memory_mb = 4096;
+  size_t max_len = 4096;
+  uint64_t rss_limit_mb = 2048;
+  std::string artifact_prefix = "./";
   std::vector<std::string> corpus;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg.rfind("--seconds=", 0) == 0) {
-      seconds = std::atof(arg.c_str() + 10);
-    } else if (arg.rfind("--seed=", 0) == 0) {
-      seed = std::strtoull(arg.c_str() + 7, nullptr, 10);
-    } else if (arg.rfind("--max_memory_mb=", 0) == 0) {
-      max_memory_mb = std::strtoull(arg.c_str() + 16, nullptr, 10);
+    const char* value = nullptr;
+    if ((value = FlagValue(arg, "runs")) != nullptr) {
+      max_runs = std::strtoll(value, nullptr, 10);
+    } else if ((value = FlagValue(arg, "max_total_time")) != nullptr) {
+      max_seconds = std::atof(value);
+    } else if ((value = FlagValue(arg, "seed")) != nullptr) {
+      seed = std::strtoull(value, nullptr, 10);
+    } else if ((value = FlagValue(arg, "max_len")) != nullptr) {
+      max_len = std::strtoull(value, nullptr, 10);
+    } else if ((value = FlagValue(arg, "rss_limit_mb")) != nullptr) {
+      rss_limit_mb = std::strtoull(value, nullptr, 10);
+    } else if ((value = FlagValue(arg, "artifact_prefix")) != nullptr) {
+      artifact_prefix = value;
+    } else if (arg.rfind("-", 0) == 0) {
+      std::fprintf(stderr, "fuzz driver: ignoring libFuzzer flag %s\n", arg.c_str());
     } else if (std::filesystem::is_directory(arg)) {
       for (const auto& entry : std::filesystem::directory_iterator(arg)) {
         if (entry.is_regular_file()) corpus.push_back(ReadFile(entry.path()));
@@ -134,25 +156,35 @@ int main(int argc, char** argv) {
       corpus.push_back(ReadFile(arg));
     }
   }
+  if (max_runs < 0 && max_seconds <= 0) max_seconds = 2;
   if (corpus.empty()) corpus.push_back("");
-  const rlimit limit{max_memory_mb << 20, max_memory_mb << 20};
+  const rlimit limit{rss_limit_mb << 20, rss_limit_mb << 20};
   if (::setrlimit(RLIMIT_AS, &limit) != 0) std::perror("setrlimit");
-  const char* out_dir = std::getenv("TEST_UNDECLARED_OUTPUTS_DIR");
-  std::snprintf(crash_path, sizeof(crash_path), "%s/crash-seed%llu", out_dir ? out_dir : ".",
+  std::snprintf(crash_path, sizeof(crash_path), "%scrash-seed%llu", artifact_prefix.c_str(),
                 static_cast<unsigned long long>(seed));
   for (int signal : {SIGSEGV, SIGABRT, SIGFPE, SIGBUS, SIGILL}) ::signal(signal, OnCrash);
 
-  for (const std::string& input : corpus) Run(input);
-  std::mt19937_64 rng(seed);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::duration<double>(max_seconds);
+  auto more = [&](int64_t runs) {
+    if (max_runs >= 0 && runs >= max_runs) return false;
+    return max_seconds <= 0 || std::chrono::steady_clock::now() < deadline;
+  };
   int64_t runs = 0;
-  while (std::chrono::steady_clock::now() < deadline) {
+  for (size_t i = 0; i < corpus.size() && more(runs); ++i, ++runs) Run(corpus[i]);
+  std::mt19937_64 rng(seed);
+  for (; more(runs); ++runs) {
     std::string input = corpus[rng() % corpus.size()];
-    for (int edits = 1 + static_cast<int>(rng() % 4); edits > 0; --edits) Mutate(input, corpus, rng);
+    for (int edits = 1 + static_cast<int>(rng() % 4); edits > 0; --edits) {
+      Mutate(input, corpus, max_len, rng);
+    }
     Run(input);
-    ++runs;
   }
-  std::printf("%zu corpus inputs and %lld mutations (seed %llu, %.1f s): no crash\n", corpus.size(),
-              static_cast<long long>(runs), static_cast<unsigned long long>(seed), seconds);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("fuzz driver: Done %lld runs in %.1f second(s) (%zu corpus inputs, seed %llu): "
+              "no crash\n",
+              static_cast<long long>(runs), seconds, corpus.size(),
+              static_cast<unsigned long long>(seed));
   return 0;
 }

@@ -170,7 +170,7 @@ std::optional<std::string> FindDiagnosticColumn(const std::vector<std::string>& 
 
 void FillDefaults(Metric& metric) {
   if (metric.column().empty()) metric.set_column(kDefaultColumn);
-  if (!metric.has_k()) metric.set_k(kDefaultK);
+  if (metric.kind() == Metric::LAST_K_MEAN && !metric.has_k()) metric.set_k(kDefaultK);
   if (!metric.has_lower_is_better()) {
     metric.set_lower_is_better(absl::EndsWith(metric.column(), "loss"));
   }

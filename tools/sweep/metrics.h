@@ -47,7 +47,8 @@ std::optional<std::string> FindDiagnosticColumn(const std::vector<std::string>& 
                                                 absl::string_view name);
 
 // Sets what `metric` leaves unset to its documented default (sweep.proto): column,
-// k, lower_is_better and label. The functions below expect a filled metric.
+// k (LAST_K_MEAN only), lower_is_better and label, so a filled metric still passes
+// the sweep file's checks. The functions below expect a filled metric.
 void FillDefaults(Metric& metric);
 
 // A short name for runs.csv's header: final_test_accuracy, best_test_loss,

@@ -1,0 +1,28 @@
+#!/bin/bash
+# One bounded fuzzing run of an fl_fuzz_target, as its `_test`:
+#
+#   fuzz_test.sh BINARY -runs=N SEED_FILE...
+#
+# BINARY is the target built by //fl:build_defs.bzl's fl_fuzz_target: real
+# libFuzzer under `--config=asan` (coverage-guided, AddressSanitizer and
+# UndefinedBehaviorSanitizer), the blind mutator of //tools/fuzz:driver
+# otherwise. Either takes the same flags. -runs caps the executions, seeds
+# included, so a slow machine does the same work as a fast one and a run is
+# repeatable (-seed=1). The seeds are copied into a folder the fuzzer may add to;
+# a crashing input goes to the test's undeclared outputs (outputs.zip).
+set -euo pipefail
+binary="$1"
+runs="$2"
+shift 2
+work="${TEST_TMPDIR:-$(mktemp -d)}/fuzz"
+rm -rf "$work"
+mkdir -p "$work/found" "$work/seeds"
+i=0
+for seed in "$@"; do
+  cp "$seed" "$work/seeds/$i-$(basename "$seed")"
+  i=$((i + 1))
+done
+artifacts="${TEST_UNDECLARED_OUTPUTS_DIR:-$work}/"
+echo "fuzzing $(basename "$binary") for $runs ($i seed inputs)"
+exec "$binary" "$runs" -seed=1 -max_len=65536 -rss_limit_mb=4096 -timeout=120 \
+  -print_final_stats=1 -artifact_prefix="$artifacts" "$work/found" "$work/seeds"
