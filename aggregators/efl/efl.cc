@@ -38,6 +38,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "aggregators/common/conformance_reasons.h"
 #include "aggregators/efl/efl_options.pb.h"
 #include "aggregators/efl/efl_settings.h"
 #include "aggregators/common/base_aggregator.h"
@@ -308,6 +309,10 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateEfl(
 }
 
 FL_REGISTER_PLUGIN(fl::Aggregator, "efl", fedkit::aggregators::EflOptions, CreateEfl);
+FL_CONFORMANCE_REASON("efl", kNoPartialSums,
+                      "with LATEST_PER_CLIENT the broadcast sums hold every client's latest "
+                      "(u, v), kept per client across rounds; otherwise it has its base's "
+                      "sums when the base has them");
 
 }  // namespace
 }  // namespace aggregators

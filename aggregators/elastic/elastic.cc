@@ -65,6 +65,7 @@
 #include <torch/csrc/autograd/autograd.h>
 
 #include "absl/strings/str_cat.h"
+#include "aggregators/common/conformance_reasons.h"
 #include "aggregators/common/held_out.h"
 #include "aggregators/common/partial_sums.h"
 #include "aggregators/elastic/elastic_options.pb.h"
@@ -652,6 +653,10 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateElastic(const ElasticOptio
 
 FL_REGISTER_PLUGIN(fl::ClientHook, "elastic", ElasticHookOptions, CreateElasticHook);
 FL_REGISTER_PLUGIN(fl::Aggregator, "elastic", ElasticOptions, CreateElastic);
+FL_CONFORMANCE_REASON(kName, kNoPartialSums,
+                      "max_over CLIENTS (FLBENCH's default) divides by each entry's largest "
+                      "client value, a maximum rather than a sum; otherwise it has its base's "
+                      "sums when the base has them");
 
 }  // namespace
 }  // namespace aggregators

@@ -25,6 +25,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "aggregators/common/class_aware_mean.h"
+#include "aggregators/common/conformance_reasons.h"
 #include "aggregators/ensemble/ensemble_options.pb.h"
 #include "fl/aggregator.h"
 #include "fl/model.h"
@@ -119,6 +120,9 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateEnsemble(
 
 FL_REGISTER_PLUGIN(fl::Aggregator, "ensemble", fedkit::aggregators::EnsembleOptions,
                    CreateEnsemble);
+FL_CONFORMANCE_REASON("ensemble", kNoPartialSums,
+                      "the predictor it lends keeps every client model (the class-masked "
+                      "logit ensemble)");
 
 }  // namespace
 }  // namespace aggregators

@@ -34,6 +34,7 @@
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
+#include "aggregators/common/conformance_reasons.h"
 #include "aggregators/common/partial_sums.h"
 #include "aggregators/common/proxy_training.h"
 #include "aggregators/feddf/feddf_options.pb.h"
@@ -118,6 +119,9 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateFedDf(
 }
 
 FL_REGISTER_PLUGIN(fl::Aggregator, "feddf", fedkit::aggregators::FedDfOptions, CreateFedDf);
+FL_CONFORMANCE_REASON("feddf", kNoPartialSums,
+                      "the teacher's logits are kept per client and averaged in client-id "
+                      "order, so that arrival order cannot change a bit");
 
 }  // namespace
 }  // namespace aggregators

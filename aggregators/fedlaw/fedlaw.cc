@@ -53,6 +53,7 @@
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
+#include "aggregators/common/conformance_reasons.h"
 #include "aggregators/common/proxy_training.h"
 #include "aggregators/fedlaw/fedlaw_options.pb.h"
 #include "aggregators/fedlaw/fedlaw_weights.h"
@@ -353,6 +354,9 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateFedLaw(const FedLawOptions
 }
 
 FL_REGISTER_PLUGIN(fl::Aggregator, "fedlaw", FedLawOptions, CreateFedLaw);
+FL_CONFORMANCE_REASON("fedlaw", kNoPartialSums,
+                      "it learns a weight per client on the proxy set, over every client's "
+                      "update");
 
 }  // namespace
 }  // namespace aggregators

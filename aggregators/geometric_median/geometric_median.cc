@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "aggregators/common/conformance_reasons.h"
 #include "aggregators/geometric_median/geometric_median_options.pb.h"
 #include "aggregators/common/held_updates.h"
 #include "fl/aggregator.h"
@@ -161,6 +162,9 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateGeometricMedian(
 
 FL_REGISTER_PLUGIN(fl::Aggregator, "geometric_median", fedkit::aggregators::GeometricMedianOptions,
                    CreateGeometricMedian);
+FL_CONFORMANCE_REASON("geometric_median", kNoPartialSums,
+                      "every Weiszfeld step reweighs each update by its distance to the "
+                      "current estimate: several passes over every update");
 
 }  // namespace
 }  // namespace aggregators

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "aggregators/common/conformance_reasons.h"
 #include "aggregators/krum/krum_options.pb.h"
 #include "aggregators/common/held_updates.h"
 #include "fl/aggregator.h"
@@ -146,6 +147,9 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateKrum(
 }
 
 FL_REGISTER_PLUGIN(fl::Aggregator, "krum", fedkit::aggregators::KrumOptions, CreateKrum);
+FL_CONFORMANCE_REASON("krum", kNoPartialSums,
+                      "each update is scored by its distances to the others and whole updates "
+                      "are chosen: the rule needs every update");
 
 }  // namespace
 }  // namespace aggregators

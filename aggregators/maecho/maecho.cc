@@ -54,6 +54,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "aggregators/common/class_aware_mean.h"
+#include "aggregators/common/conformance_reasons.h"
 #include "aggregators/common/ot_alignment.h"
 #include "aggregators/maecho/maecho_options.pb.h"
 #include "aggregators/maecho/projection_settings.h"
@@ -383,6 +384,9 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateMaEcho(const MaEchoOptions
 }
 
 FL_REGISTER_PLUGIN(fl::Aggregator, "maecho", MaEchoOptions, CreateMaEcho);
+FL_CONFORMANCE_REASON("maecho", kNoPartialSums,
+                      "its iterations move every client model inside that client's own "
+                      "projection subspaces: it needs every model and projector");
 
 }  // namespace
 }  // namespace aggregators

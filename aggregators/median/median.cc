@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "aggregators/common/conformance_reasons.h"
 #include "aggregators/median/median_options.pb.h"
 #include "aggregators/common/held_updates.h"
 #include "fl/aggregator.h"
@@ -74,6 +75,9 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateMedian(
 }
 
 FL_REGISTER_PLUGIN(fl::Aggregator, "median", fedkit::aggregators::MedianOptions, CreateMedian);
+FL_CONFORMANCE_REASON("median", kNoPartialSums,
+                      "the coordinate-wise median is an order statistic of every update's "
+                      "value at each coordinate, not a sum over updates");
 
 }  // namespace
 }  // namespace aggregators

@@ -45,6 +45,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "aggregators/common/base_aggregator.h"
+#include "aggregators/common/conformance_reasons.h"
 #include "aggregators/common/partial_sums.h"
 #include "aggregators/norm_clip/norm_clip_options.pb.h"
 #include "aggregators/common/held_updates.h"
@@ -212,6 +213,10 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateNormClip(const NormClipOpt
 }
 
 FL_REGISTER_PLUGIN(fl::Aggregator, "norm_clip", NormClipOptions, CreateNormClip);
+FL_CONFORMANCE_REASON("norm_clip", kNoPartialSums,
+                      "with the adaptive bound (median_multiple, the default) no update is "
+                      "clipped before the round's median norm is known, so every update is "
+                      "held; with max_norm it has its base's sums when the base has them");
 
 }  // namespace
 }  // namespace aggregators

@@ -22,6 +22,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "aggregators/common/class_aware_mean.h"
+#include "aggregators/common/conformance_reasons.h"
 #include "aggregators/common/ot_alignment.h"
 #include "aggregators/ot_fusion/ot_fusion_options.pb.h"
 #include "fl/aggregator.h"
@@ -98,6 +99,9 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateOtFusion(
 
 FL_REGISTER_PLUGIN(fl::Aggregator, "ot_fusion", fedkit::aggregators::OtFusionOptions,
                    CreateOtFusion);
+FL_CONFORMANCE_REASON("ot_fusion", kNoPartialSums,
+                      "every client's neurons are matched to the first client's model before "
+                      "averaging: it needs whole models");
 
 }  // namespace
 }  // namespace aggregators

@@ -31,6 +31,7 @@
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
+#include "aggregators/common/conformance_reasons.h"
 #include "aggregators/common/held_updates.h"
 #include "aggregators/trimmed_mean/trimmed_mean_options.pb.h"
 #include "fl/aggregator.h"
@@ -97,6 +98,9 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateTrimmedMean(
 
 FL_REGISTER_PLUGIN(fl::Aggregator, "trimmed_mean", fedkit::aggregators::TrimmedMeanOptions,
                    CreateTrimmedMean);
+FL_CONFORMANCE_REASON("trimmed_mean", kNoPartialSums,
+                      "which values are trimmed at each coordinate depends on every update's "
+                      "value there (order statistics), not on sums over updates");
 
 }  // namespace
 }  // namespace aggregators
