@@ -38,17 +38,22 @@ fl::ModelState State(std::vector<float> w, float running, int64_t count) {
                          {"bn.num_batches_tracked", at::tensor({count}, at::kLong), true}});
 }
 
-// One round from global w = (10, 20), bn (1, 5) over five clients with very
-// different data sizes (ignored):
-//   w[0] {1, 2, 3, 100, 4},  w[1] {-50, 5, 6, 7, 8},
-//   running_mean {0, 1, 2, 3, 94},  counts {1, 2, 2, 3, 9}.
+// One round from global w = (10, 20), running_mean 1, count 5 over five clients
+// with very different data sizes (ignored). Per coordinate, sorted:
+//   w[0]           {1, 2, 3, 7, 100}     trim 0: 22.6  trim 1: 4  trim 2: 3
+//   w[1]           {-50, 5, 9, 10, 11}   trim 0: -3    trim 1: 8  trim 2: 9
+//   running_mean   {0, 1, 2, 6, 94}      trim 0: 20.6  trim 1: 3  trim 2: 2
+//   counts         {1, 2, 2, 4, 9}       trim 0: 3.6   trim 1: 8/3  trim 2: 2
+// so trimming 0, 1 or 2 values per end gives three different answers in every
+// entry. No client is extreme in every coordinate, so dropping whole clients
+// would give other answers.
 fl::ModelState FiveClientRound(fl::Aggregator& aggregator) {
   const std::vector<std::tuple<std::vector<float>, float, int64_t, int64_t>> clients = {
-      {{1, -50}, 0, 1, 1},
-      {{2, 5}, 1, 2, 500},
-      {{3, 6}, 2, 2, 3},
-      {{100, 7}, 3, 3, 40},
-      {{4, 8}, 94, 9, 7}};
+      {{1, 11}, 6, 2, 1},
+      {{2, -50}, 94, 4, 500},
+      {{100, 9}, 0, 1, 3},
+      {{3, 5}, 2, 9, 40},
+      {{7, 10}, 1, 2, 7}};
   fl::ServerContext context;
   const fl::ModelState global = State({10, 20}, 1, 5);
   EXPECT_TRUE(aggregator.Configure(global, context).ok());
@@ -63,42 +68,51 @@ fl::ModelState FiveClientRound(fl::Aggregator& aggregator) {
   return next.ok() ? *std::move(next) : fl::ModelState();
 }
 
+// The counter stays an integer, rounded once after the trimmed mean is added.
+void ExpectCount(const fl::ModelState& next, int64_t expected) {
+  EXPECT_EQ(next.tensor(2).scalar_type(), at::kLong);
+  EXPECT_EQ(next.tensor(2).item<int64_t>(), expected);
+}
+
 TEST(TrimmedMeanTest, DropsTheLargestAndSmallestOfEachCoordinate) {
-  // beta = 0.2, K = 5: floor(1) = 1 value dropped at each end.
-  //   w[0]: mean(2, 3, 4) = 3, w[1]: mean(5, 6, 7) = 6  -> w = (13, 26);
-  //   running_mean: mean(1, 2, 3) = 2 -> 3;  counts: mean(2, 2, 3) = 7/3 -> round(5 + 7/3) = 7.
+  // beta = 0.2, K = 5: floor(1) = 1 value dropped at each end:
+  //   w = (10 + 4, 20 + 8);  running_mean 1 + 3;  counts round(5 + 8/3) = round(7.67) = 8.
   const fl::ModelState next = FiveClientRound(*TrimmedMean(0.2));
-  EXPECT_TRUE(next.tensor(0).allclose(at::tensor({13.0f, 26.0f}))) << next.tensor(0);
-  EXPECT_TRUE(next.tensor(1).allclose(at::tensor({3.0f}))) << next.tensor(1);
-  EXPECT_EQ(next.tensor(2).item<int64_t>(), 7);
+  EXPECT_TRUE(next.tensor(0).allclose(at::tensor({14.0f, 28.0f}))) << next.tensor(0);
+  EXPECT_TRUE(next.tensor(1).allclose(at::tensor({4.0f}))) << next.tensor(1);
+  ExpectCount(next, 8);
 }
 
 TEST(TrimmedMeanTest, TwoFromEachEndLeavesTheMedian) {
-  // beta = 0.4, K = 5: floor(2) = 2 dropped at each end: w = (10 + 3, 20 + 6).
+  // beta = 0.4, K = 5: floor(2) = 2 dropped at each end, the middle value remains:
+  //   w = (10 + 3, 20 + 9);  running_mean 1 + 2;  counts 5 + 2 = 7.
   const fl::ModelState next = FiveClientRound(*TrimmedMean(0.4));
-  EXPECT_TRUE(next.tensor(0).allclose(at::tensor({13.0f, 26.0f}))) << next.tensor(0);
+  EXPECT_TRUE(next.tensor(0).allclose(at::tensor({13.0f, 29.0f}))) << next.tensor(0);
+  EXPECT_TRUE(next.tensor(1).allclose(at::tensor({3.0f}))) << next.tensor(1);
+  ExpectCount(next, 7);
 }
 
 TEST(TrimmedMeanTest, DefaultBetaTrimsNothingFromFiveClients) {
   // beta = 0.1, K = 5: floor(0.5) = 0, the plain unweighted mean:
-  //   w[0]: 110 / 5 = 22, w[1]: -24 / 5 = -4.8  -> w = (32, 15.2);
-  //   running_mean: 100 / 5 = 20 -> 21;  counts: 17 / 5 = 3.4 -> round(8.4) = 8.
+  //   w = (10 + 22.6, 20 - 3);  running_mean 1 + 20.6;  counts round(5 + 3.6) = 9.
   const fl::ModelState next = FiveClientRound(*TrimmedMean(std::nullopt));
-  EXPECT_TRUE(next.tensor(0).allclose(at::tensor({32.0f, 15.2f}))) << next.tensor(0);
-  EXPECT_TRUE(next.tensor(1).allclose(at::tensor({21.0f}))) << next.tensor(1);
-  EXPECT_EQ(next.tensor(2).item<int64_t>(), 8);
+  EXPECT_TRUE(next.tensor(0).allclose(at::tensor({32.6f, 17.0f}))) << next.tensor(0);
+  EXPECT_TRUE(next.tensor(1).allclose(at::tensor({21.6f}))) << next.tensor(1);
+  ExpectCount(next, 9);
 }
 
 TEST(TrimmedMeanTest, ServerLrScalesParametersOnly) {
-  // beta = 0.2, eta = 0.5: w = (10 + 1.5, 20 + 3), running_mean 1 + 2 unscaled.
+  // beta = 0.2, eta = 0.5: w = (10 + 0.5 * 4, 20 + 0.5 * 8); the buffers unscaled:
+  // running_mean 1 + 3, counts round(5 + 8/3) = 8 (scaled, they would be 2.5 and 6).
   TrimmedMeanOptions options;
   options.set_beta(0.2);
   options.set_server_lr(0.5);
   auto created = Create(options);
   ASSERT_TRUE(created.ok()) << created.status();
   const fl::ModelState next = FiveClientRound(**created);
-  EXPECT_TRUE(next.tensor(0).allclose(at::tensor({11.5f, 23.0f}))) << next.tensor(0);
-  EXPECT_TRUE(next.tensor(1).allclose(at::tensor({3.0f}))) << next.tensor(1);
+  EXPECT_TRUE(next.tensor(0).allclose(at::tensor({12.0f, 24.0f}))) << next.tensor(0);
+  EXPECT_TRUE(next.tensor(1).allclose(at::tensor({4.0f}))) << next.tensor(1);
+  ExpectCount(next, 8);
 }
 
 TEST(TrimmedMeanTest, RejectsBetaOutsideItsRangeAndAMisshapenUpdate) {
