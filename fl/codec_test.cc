@@ -1,5 +1,7 @@
 #include "fl/codec.h"
 
+#include <tuple>
+
 #include <ATen/ATen.h>
 #include <torch/utils.h>
 
@@ -66,20 +68,69 @@ TEST(CodecTest, IdentityAndIntegerTensorsAreSentAsTheyAre) {
   EXPECT_EQ(c.bytes, 8);
 }
 
+// What the codec's header promises of the decoded `sent`, encoding `total` with
+// q = 0.1 of 40 entries (k = 4; random normals have no ties at the threshold).
+void ExpectDecodedFollowsTheHeader(CodecConfig::Kind kind, const at::Tensor& total,
+                                   const at::Tensor& sent) {
+  constexpr int64_t kKept = 4;
+  const at::Tensor order = std::get<1>(total.abs().sort(/*stable=*/true, 0, /*descending=*/true));
+  const at::Tensor largest = order.narrow(0, 0, kKept);
+  const at::Tensor rest = order.narrow(0, kKept, total.numel() - kKept);
+  switch (kind) {
+    case CodecConfig::Kind::kTopK:
+      // The k entries of largest magnitude, each with its own value; nothing else.
+      EXPECT_TRUE(at::equal(sent.index_select(0, largest), total.index_select(0, largest)))
+          << "top-k sent " << sent.index_select(0, largest) << " for "
+          << total.index_select(0, largest);
+      EXPECT_TRUE(at::equal(sent.index_select(0, rest), at::zeros({total.numel() - kKept})));
+      break;
+    case CodecConfig::Kind::kSparseTernary: {
+      // Exactly k nonzeros, at the k largest magnitudes, with their signs and one
+      // shared magnitude: the mean of the k largest |total|.
+      EXPECT_EQ(sent.ne(0).sum().item<int64_t>(), kKept);
+      const double magnitude = total.index_select(0, largest).abs().mean().item<double>();
+      const at::Tensor kept = sent.index_select(0, largest);
+      EXPECT_TRUE(at::allclose(kept.abs(), at::full({kKept}, magnitude), 1e-6, 0))
+          << "magnitudes " << kept << ", expected " << magnitude;
+      EXPECT_TRUE(at::equal(kept.sign(), total.index_select(0, largest).sign()));
+      break;
+    }
+    case CodecConfig::Kind::kUniform8Bit: {
+      // Each entry at most half a level (of 255 over [min, max]) away, the ends on
+      // their levels; 1e-6 allows float32's rounding of the levels (entries < 10).
+      const double span = (total.max() - total.min()).item<double>();
+      EXPECT_LE((sent - total).abs().max().item<double>(), span / 255 / 2 + 1e-6);
+      EXPECT_NEAR(sent.min().item<double>(), total.min().item<double>(), 1e-6);
+      EXPECT_NEAR(sent.max().item<double>(), total.max().item<double>(), 1e-6);
+      break;
+    }
+    case CodecConfig::Kind::kIdentity:
+      ADD_FAILURE() << "not an error-feedback case";
+  }
+}
+
 TEST(CodecTest, ErrorFeedbackConservesWhatIsSentOverRounds) {
   torch::manual_seed(2);
   for (auto kind : {CodecConfig::Kind::kTopK, CodecConfig::Kind::kSparseTernary,
                     CodecConfig::Kind::kUniform8Bit}) {
     ModelState residual;
+    at::Tensor owed = at::zeros({40});  // the residual as this test tracks it
     at::Tensor sent_total = at::zeros({40}), message_total = at::zeros({40});
     for (int round = 0; round < 6; ++round) {
+      SCOPED_TRACE(testing::Message() << static_cast<int>(kind) << " round " << round);
       const ModelState message({{"w", at::randn({40}), false}});
       const EncodedState encoded = EncodeWithErrorFeedback(message, Config(kind, 0.1), residual);
+      // The residual holds total - decoded by construction, so the conservation
+      // below alone would pass an encoder that sends nothing: what is sent must be
+      // the codec's encoding of the message plus what was still owed.
+      const at::Tensor total = message.tensor(0) + owed;
+      ExpectDecodedFollowsTheHeader(kind, total, encoded.decoded.tensor(0));
+      owed = total - encoded.decoded.tensor(0);
       sent_total += encoded.decoded.tensor(0);
       message_total += message.tensor(0);
       // Sent so far plus what is still owed equals everything asked to be sent.
-      EXPECT_TRUE(at::allclose(sent_total + residual.tensor(0), message_total, 1e-5, 1e-5))
-          << static_cast<int>(kind) << " round " << round;
+      EXPECT_TRUE(at::allclose(sent_total + residual.tensor(0), message_total, 1e-5, 1e-5));
+      EXPECT_TRUE(at::allclose(residual.tensor(0), owed, 1e-6, 1e-6));
     }
   }
 }
