@@ -8,6 +8,13 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "fl/dataset.h"
+#include "fl/experiment.h"
+#include "fl/model.h"
+#include "fl/partitioner.h"
+#include "fl/registry.h"
+#include "fl/spec_loader.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -433,6 +440,145 @@ TEST(ServerDownloadTest, ALossyDownloadLeavesTheClientsCopyBehindAsAlgorithmOneS
     // Bytes down: the whole model in round 1 (8), then 1 of 2 entries: a 1-byte mask
     // and a 4-byte value.
     EXPECT_EQ((*sink)->rows().back().bytes_down, 8 + 3 * (1 + 4));
+  }
+}
+
+}  // namespace
+}  // namespace fl
+
+// Spec options the Server never sees, which RunExperiment turns into its setup: the
+// runner's whole path on plugins registered here (in-memory data, no files).
+namespace fl {
+namespace {
+
+// 40 training and 25 test examples of 4 features, labelled by the first one's sign.
+class TinyDataset : public Dataset {
+ public:
+  DatasetInfo info() const override { return {{4}, 2, {}}; }
+  absl::Status CheckAvailable() const override { return absl::OkStatus(); }
+  absl::StatusOr<DatasetSplits> Load() const override {
+    auto examples = [](int64_t n, double phase) {
+      const at::Tensor x = at::sin(at::arange(n * 4, at::kFloat).view({n, 4}) * 0.7 + phase);
+      return Examples{x, x.select(1, 0).gt(0).to(at::kLong)};
+    };
+    return DatasetSplits{examples(40, 0.0), examples(25, 1.0), at::Tensor()};
+  }
+};
+
+// Example i to client i mod num_clients.
+class RoundRobin : public Partitioner {
+ public:
+  absl::StatusOr<std::vector<std::vector<int64_t>>> Partition(const PartitionInput& input,
+                                                              int num_clients,
+                                                              std::mt19937_64&) const override {
+    std::vector<std::vector<int64_t>> shares(num_clients);
+    for (size_t i = 0; i < input.labels.size(); ++i) shares[i % num_clients].push_back(i);
+    return shares;
+  }
+};
+
+// A linear classifier that records the size of every batch it sees in evaluation
+// mode (clients train in training mode).
+class EvalProbe : public Model {
+ public:
+  EvalProbe() {
+    w_ = register_parameter("w", at::randn({2, 4}) * 0.1);
+    b_ = register_parameter("b", at::zeros({2}));
+  }
+  at::Tensor Forward(const at::Tensor& x) override {
+    if (!is_training()) {
+      absl::MutexLock lock(&mutex);
+      eval_batches.push_back(x.size(0));
+    }
+    return at::linear(x, w_, b_);
+  }
+  static inline absl::Mutex mutex;
+  static inline std::vector<int64_t> eval_batches;
+
+ private:
+  at::Tensor w_, b_;
+};
+
+absl::StatusOr<std::unique_ptr<Dataset>> CreateTinyDataset(const fedkit::ProxySpec&,
+                                                           const Dataset::CreateArgs&) {
+  return std::make_unique<TinyDataset>();
+}
+absl::StatusOr<std::unique_ptr<Partitioner>> CreateRoundRobin(const fedkit::ProxySpec&,
+                                                              const Partitioner::CreateArgs&) {
+  return std::make_unique<RoundRobin>();
+}
+absl::StatusOr<std::unique_ptr<Model>> CreateEvalProbe(const fedkit::ProxySpec&,
+                                                       const Model::CreateArgs&) {
+  return std::make_unique<EvalProbe>();
+}
+absl::StatusOr<std::unique_ptr<Aggregator>> CreateSum(const fedkit::ProxySpec&,
+                                                      const Aggregator::CreateArgs&) {
+  return std::make_unique<SumAggregator>();
+}
+FL_REGISTER_PLUGIN(Dataset, "tiny", fedkit::ProxySpec, CreateTinyDataset);
+FL_REGISTER_PLUGIN(Partitioner, "round_robin", fedkit::ProxySpec, CreateRoundRobin);
+FL_REGISTER_PLUGIN(Model, "eval_probe", fedkit::ProxySpec, CreateEvalProbe);
+FL_REGISTER_PLUGIN(Aggregator, "sum", fedkit::ProxySpec, CreateSum);
+
+// Four clients of 10 examples, all in each of 2 rounds, evaluated after each.
+constexpr char kTinySpec[] = R"pb(
+  name: "tiny"
+  seed: 3
+  device: CPU
+  dataset { name: "tiny" }
+  partition { name: "round_robin" num_clients: 4 }
+  model { name: "eval_probe" }
+  client { epochs: 1 batch_size: 5 optimizer { kind: SGD lr: 0.1 } }
+  server { rounds: 2 clients_per_round: 4 }
+  aggregator { name: "sum" }
+  simulation { workers: 1 threads_per_worker: 1 }
+)pb";
+
+ExperimentResult RunTiny(const std::string& overrides, const std::string& dir) {
+  auto spec = ParseSpec(kTinySpec, "kTinySpec");
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(ApplyOverride(overrides, *spec).ok()) << overrides;
+  auto experiment = BuildExperiment(*spec);
+  EXPECT_TRUE(experiment.ok()) << experiment.status();
+  if (!experiment.ok()) return {};
+  auto result = RunExperiment(*experiment, absl::StrCat(getenv("TEST_TMPDIR"), "/", dir));
+  EXPECT_TRUE(result.ok()) << result.status();
+  return result.ok() ? *std::move(result) : ExperimentResult();
+}
+
+TEST(RunnerOptionsTest, EvalBatchSizeSplitsEvaluationWithoutChangingItsResult) {
+  EvalProbe::eval_batches.clear();
+  const ExperimentResult whole = RunTiny("", "eval_default");
+  // The default (1000) takes the 25 test examples at once, each round.
+  EXPECT_THAT(EvalProbe::eval_batches, ::testing::ElementsAre(25, 25));
+  EvalProbe::eval_batches.clear();
+  const ExperimentResult split = RunTiny("server { eval_batch_size: 10 }", "eval_10");
+  EXPECT_THAT(EvalProbe::eval_batches, ::testing::ElementsAre(10, 10, 5, 10, 10, 5));
+  // The same numbers, up to the order of float sums; training is untouched.
+  ASSERT_EQ(whole.rows.size(), 2u);
+  ASSERT_EQ(split.rows.size(), 2u);
+  for (size_t r = 0; r < 2; ++r) {
+    EXPECT_EQ(split.rows[r].test_accuracy, whole.rows[r].test_accuracy) << r;
+    EXPECT_NEAR(split.rows[r].test_loss, whole.rows[r].test_loss, 1e-6 * whole.rows[r].test_loss)
+        << r;
+  }
+  EXPECT_TRUE(split.final_model.tensor(0).equal(whole.final_model.tensor(0)));
+}
+
+TEST(RunnerOptionsTest, ScreeningInTheSpecRejectsTheOutlierByNorm) {
+  // One client of four sends 100 times its update: far above 3 x the round's median.
+  const std::string faulty = "client { faults { kind: SCALE fraction: 0.25 magnitude: 100 } } ";
+  const ExperimentResult open = RunTiny(faulty, "unscreened");
+  const ExperimentResult screened =
+      RunTiny(faulty + "server { screening { max_norm_to_median: 3 } }", "screened");
+  ASSERT_EQ(open.rows.size(), 2u);
+  ASSERT_EQ(screened.rows.size(), 2u);
+  for (size_t r = 0; r < 2; ++r) {
+    EXPECT_EQ(open.rows[r].rejected, 0) << r;
+    EXPECT_EQ(screened.rows[r].clients, 3) << r;
+    EXPECT_THAT(screened.rows[r].rejected_by_reason,
+                ::testing::ElementsAre(::testing::Pair("norm", 1)))
+        << r;
   }
 }
 

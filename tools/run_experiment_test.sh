@@ -79,13 +79,33 @@ expect list 0 "aggregator:" "fedavg               fedkit.aggregators.FedAvgOptio
   "mlp                  fedkit.models.MlpOptions" -- --list
 
 # A real (tiny) run writes every output file.
+tiny='server { rounds: 2 } partition { num_clients: 20 } dataset { options { [type.googleapis.com/fedkit.data.FashionMnistOptions] { train_limit: 2000 test_limit: 500 } } }'
 expect tiny_run 0 "round 2/2" "results in $tmp/out_run" -- --spec="$PWD/$base" --output_dir="$tmp/out_run" \
-  --set='server { rounds: 2 } partition { num_clients: 20 } dataset { options { [type.googleapis.com/fedkit.data.FashionMnistOptions] { train_limit: 2000 test_limit: 500 } } }'
+  --set="$tiny"
 for f in metrics.csv summary.json spec.textproto; do
   if [[ ! -s "$tmp/out_run/$f" ]]; then echo "FAIL tiny_run: no $f"; failures=$((failures + 1)); fi
 done
 if ! grep -q "rounds: 2" "$tmp/out_run/spec.textproto"; then
   echo "FAIL tiny_run: spec.textproto is not the resolved spec"; failures=$((failures + 1))
+fi
+
+# client.upload from a spec: UNIFORM_8BIT sends each entry of the delta as 1 byte
+# plus each tensor's two 4-byte bounds. The MLP (784-200-200-10) has 784*200 + 200
+# + 200*200 + 200 + 200*10 + 10 = 199210 entries in 6 tensors, so each of the
+# 2 rounds x 10 uploads is 199210 + 6*8 bytes (4*199210 as float32 without a
+# codec); and the clients send rounded deltas, so the model is not the
+# uncompressed run's.
+expect uniform_8bit_upload 0 "round 2/2" -- --spec="$PWD/$base" --output_dir="$tmp/out_8bit" \
+  --set="$tiny client { upload { kind: UNIFORM_8BIT } }"
+for run in "out_run $((20 * 4 * 199210))" "out_8bit $((20 * (199210 + 6 * 8)))"; do
+  read -r dir bytes <<<"$run"
+  if ! grep -qF "\"bytes_up\": $bytes," "$tmp/$dir/summary.json"; then
+    echo "FAIL uniform_8bit_upload: $dir: bytes_up is not $bytes:"; grep bytes_up "$tmp/$dir/summary.json"
+    failures=$((failures + 1))
+  fi
+done
+if cmp -s "$tmp/out_run/model.pt" "$tmp/out_8bit/model.pt"; then
+  echo "FAIL uniform_8bit_upload: the model equals the uncompressed run's"; failures=$((failures + 1))
 fi
 
 if [[ $failures -ne 0 ]]; then echo "$failures failure(s)"; exit 1; fi

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -459,6 +460,162 @@ TEST(ElasticHookTest, HeldOutSubsetIsRedrawnOrKept) {
       trained.push_back(train);
     }
     EXPECT_EQ(trained[0] == trained[1], !redraw) << "redraw_each_round: " << redraw;
+  }
+}
+
+// The "elastic" hook as the aggregator plans it for `options` (its mode applied).
+std::unique_ptr<fl::ClientHook> PlannedHook(const ElasticOptions& options) {
+  auto elastic = Create(options);
+  fl::ServerContext context;
+  auto plan = elastic->Configure(fl::ModelState({{"w", at::zeros({3}), false}}), context);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->hooks.at(0).name, "elastic");
+  auto hook = fl::Registry<fl::ClientHook>::Global().Create("elastic", plan->hooks.at(0).options);
+  EXPECT_TRUE(hook.ok()) << hook.status();
+  return hook.ok() ? *std::move(hook) : nullptr;
+}
+
+// One client's round of `hook` on `share` of `examples` with client.batch_size
+// `batch_size`: returns Omega_k and leaves in `train` what local training would use.
+fl::ModelState RunClient(fl::ClientHook& hook, fl::Model& model, const fl::Examples& examples,
+                         const std::vector<int64_t>& share, int64_t batch_size,
+                         std::vector<int64_t>& train, fl::TensorMap& state) {
+  const fl::ModelState global = fl::ModelState::FromModule(model);
+  train = share;
+  fl::HookContext context;
+  context.model = &model;
+  context.global = &global;
+  context.state = &state;
+  context.examples = &examples;
+  context.client_indices = &share;
+  context.train_indices = &train;
+  context.seed = 21;
+  context.batch_size = batch_size;
+  EXPECT_TRUE(hook.BeforeTraining(context).ok());
+  fl::ClientUpdate update;
+  EXPECT_TRUE(hook.AfterTraining(context, update).ok());
+  return update.extras.at("elastic/omega");
+}
+
+TEST(ElasticHookTest, HoldoutBatchesHoldOutThatManyBatchesAndAverageOverEach) {
+  // 10 copies of x = (1, 2, 0): every batch's gradient is (6, 12, 0) (HookFixture),
+  // so after m EMA updates from zeros Omega = (1 - 0.95^m) (6, 12, 0).
+  fl::Examples examples{at::tensor({1.0f, 2.0f, 0.0f}).repeat({10, 1}), at::zeros({10}, at::kLong)};
+  std::vector<int64_t> share(10);
+  for (int64_t i = 0; i < 10; ++i) share[i] = i;
+  struct Case {
+    int holdout_batches;
+    std::optional<int> sensitivity_batch_size;
+    size_t trained;  // 10 - holdout_batches x the batch size
+    int updates;     // m
+  };
+  // Batch size 1 (client.batch_size): 4 batches of 1. sensitivity_batch_size 3:
+  // 2 batches of 3. (The default 30 % would hold out 3 examples: m = 3.)
+  for (const Case& c : std::vector<Case>{{4, std::nullopt, 6, 4}, {2, 3, 4, 2}}) {
+    ElasticHookOptions options;
+    options.set_holdout_batches(c.holdout_batches);
+    if (c.sensitivity_batch_size.has_value()) {
+      options.set_sensitivity_batch_size(*c.sensitivity_batch_size);
+    }
+    DotModel model;
+    fl::TensorMap state;
+    std::vector<int64_t> train;
+    const fl::ModelState omega = RunClient(*Hook(options), model, examples, share, 1, train, state);
+    SCOPED_TRACE(c.holdout_batches);
+    EXPECT_EQ(train.size(), c.trained);
+    const float scale = 1.0f - std::pow(0.95f, c.updates);
+    EXPECT_TRUE(omega.tensor(0).allclose(at::tensor({6.0f * scale, 12.0f * scale, 0.0f}), 1e-5, 1e-6))
+        << omega.tensor(0);
+  }
+}
+
+TEST(ElasticTest, HoldoutBatchesChangeZetaThroughTheSensitivities) {
+  // Through the aggregator's plan (client.batch_size 1): client A holds 3 copies of
+  // x = (1, 2, 0) (per-batch gradient (6, 12, 0)), client B 7 copies of (0, 1, 1)
+  // (F = 2, gradient 2 * 2 * (0, 1, 1) = (0, 4, 4)). Each client sends
+  // Omega_k = (1 - 0.95^m_k) |g_k| and trains on the rest, which is its weight.
+  //   holdout_batches 3: A holds out min(3, 3 - 1) = 2 (m = 2, weight 1), B 3
+  //     (m = 3, weight 4): Omega = (0.0975 (6, 12, 0) + 4 * 0.142625 (0, 4, 4)) / 5
+  //     = (0.117, 0.6904, 0.4564), zeta = 1.5 - Omega / 0.6904.
+  //   holdout_batches 1: m = 1 for both, weights 2 and 6: Omega = (2 * 0.05 (6, 12, 0)
+  //     + 6 * 0.05 (0, 4, 4)) / 8 = (0.075, 0.3, 0.15), zeta = 1.5 - Omega / 0.3.
+  fl::Examples examples;
+  examples.x = at::cat({at::tensor({1.0f, 2.0f, 0.0f}).repeat({3, 1}),
+                        at::tensor({0.0f, 1.0f, 1.0f}).repeat({7, 1})});
+  examples.y = at::zeros({10}, at::kLong);
+  const std::vector<int64_t> share_a = {0, 1, 2};
+  const std::vector<int64_t> share_b = {3, 4, 5, 6, 7, 8, 9};
+  struct Case {
+    int holdout_batches;
+    std::vector<float> zeta;
+  };
+  for (const Case& c : std::vector<Case>{
+           {3, {1.5f - 0.117f / 0.6904f, 0.5f, 1.5f - 0.4564f / 0.6904f}},
+           {1, {1.5f - 0.075f / 0.3f, 0.5f, 1.5f - 0.15f / 0.3f}}}) {
+    SCOPED_TRACE(c.holdout_batches);
+    ElasticOptions options;
+    options.mutable_sensitivity()->set_holdout_batches(c.holdout_batches);
+    auto elastic = Create(options);
+    std::unique_ptr<fl::ClientHook> hook = PlannedHook(options);
+    DotModel model;
+    const fl::ModelState global = fl::ModelState::FromModule(model);
+    fl::ServerContext context;
+    ASSERT_TRUE(elastic->Configure(global, context).ok());
+    for (const std::vector<int64_t>* share : {&share_a, &share_b}) {
+      fl::TensorMap state;
+      std::vector<int64_t> train;
+      fl::ClientUpdate update;
+      update.extras["elastic/omega"] = RunClient(*hook, model, examples, *share, 1, train, state);
+      update.num_examples = static_cast<int64_t>(train.size());
+      update.delta = fl::ModelState({{"w", at::ones({3}), false}});
+      ASSERT_TRUE(elastic->Accumulate(std::move(update), context).ok());
+    }
+    auto next = elastic->Finalize(global, context);
+    ASSERT_TRUE(next.ok()) << next.status();
+    // Every delta is 1, so the step is zeta itself.
+    const at::Tensor zeta = next->tensor(0) - global.tensor(0);
+    EXPECT_TRUE(zeta.allclose(at::tensor(c.zeta), 1e-5, 1e-6)) << zeta;
+  }
+}
+
+// Two logits F(x) = W x, W = [[1, 0, 0], [0, 0, 0]]: the cross-entropy's gradient
+// (softmax(Wx) - onehot(y)) x^T can be written down by hand.
+class TwoLogitModel : public fl::Model {
+ public:
+  TwoLogitModel() {
+    w_ = register_parameter("w", at::tensor({1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}).view({2, 3}));
+  }
+  at::Tensor Forward(const at::Tensor& x) override { return x.matmul(w_.t()); }
+
+ private:
+  at::Tensor w_;
+};
+
+TEST(ElasticHookTest, PaperModeWithLabelledCrossEntropyAgainstHandComputation) {
+  // PAPER (the default mode) with objective LABELED_CROSS_ENTROPY, through the
+  // aggregator's plan: per-element |g|, EMA from zeros every round. Two copies of
+  // x = (1, 2, 0) labelled 1, batch size 1, half held out: one update per round.
+  // Logits (1, 0), softmax (s, 1 - s) with s = e / (1 + e); minus onehot(1):
+  // (s, -s), so g = [[s, 2s, 0], [-s, -2s, 0]] and Omega = 0.05 |g|, the same in
+  // round 2 (PAPER restarts the EMA). The output-norm objective would give
+  // 0.05 |2 (Wx) x^T| = [[0.1, 0.2, 0], [0, 0, 0]]; label 0 would give 1 - s for s.
+  ElasticOptions options;
+  options.mutable_sensitivity()->set_objective(fedkit::aggregators::LABELED_CROSS_ENTROPY);
+  options.mutable_sensitivity()->set_holdout_fraction(0.5);
+  std::unique_ptr<fl::ClientHook> hook = PlannedHook(options);
+  const fl::Examples examples{at::tensor({1.0f, 2.0f, 0.0f}).repeat({2, 1}),
+                              at::ones({2}, at::kLong)};
+  const float s = std::exp(1.0f) / (1.0f + std::exp(1.0f));
+  const at::Tensor expected =
+      0.05f * at::tensor({s, 2 * s, 0.0f, s, 2 * s, 0.0f}).view({2, 3});
+  TwoLogitModel model;
+  fl::TensorMap state;
+  for (int round = 1; round <= 2; ++round) {
+    std::vector<int64_t> train;
+    const fl::ModelState omega = RunClient(*hook, model, examples, {0, 1}, 1, train, state);
+    EXPECT_EQ(train.size(), 1u);
+    EXPECT_TRUE(omega.tensor(0).allclose(expected, 1e-5, 1e-7))
+        << "round " << round << ": " << omega.tensor(0);
   }
 }
 

@@ -1,5 +1,7 @@
 #include <cmath>
 #include <numeric>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -169,6 +171,37 @@ TEST(MaEchoTest, OtAlignmentMatchesAPermutedCopyBeforeIterating) {
   EXPECT_FALSE(at::allclose(run(MaEchoOptions::NONE).tensor(0), Matrix({1, 2, 3, 4})));
 }
 
+TEST(MaEchoTest, MinClassExamplesDecidesWhichClientsHoldAClassifierRow) {
+  // Each classifier row is averaged over the clients holding its class. Client A
+  // has 1 example of class 1, B 5: the default threshold 2 leaves row 1 to B,
+  // (4, 4); threshold 1 counts A too, ((2, 2) + (4, 4)) / 2. Both hold class 0.
+  const float s = std::sqrt(0.5f);
+  for (auto [threshold, row1] :
+       std::vector<std::pair<std::optional<int>, float>>{{std::nullopt, 4.0f}, {1, 3.0f}}) {
+    MaEchoOptions options;
+    options.set_iterations(1);
+    if (threshold.has_value()) options.set_min_class_examples(*threshold);
+    auto aggregator = Create(options);
+    const fl::ModelState global({{"h", at::zeros({2, 2}), false}, {"out", at::zeros({2, 2}), false}});
+    fl::ServerContext context;
+    ASSERT_TRUE(aggregator->Configure(global, context).ok());
+    ASSERT_TRUE(aggregator
+                    ->Accumulate(Update(Matrix({2, 0, 0, 0}), Matrix({1, 1, 2, 2}),
+                                        at::tensor({s, 0.0f}).view({2, 1}), {5, 1}),
+                                 context)
+                    .ok());
+    ASSERT_TRUE(aggregator
+                    ->Accumulate(Update(Matrix({0, 0, 0, 4}), Matrix({3, 3, 4, 4}),
+                                        at::tensor({0.0f, s}).view({2, 1}), {5, 5}),
+                                 context)
+                    .ok());
+    auto result = aggregator->Finalize(global, context);
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_TRUE(at::allclose(result->tensor(1), Matrix({2, 2, row1, row1})))
+        << "min_class_examples " << threshold.value_or(0) << ": " << result->tensor(1);
+  }
+}
+
 TEST(MaEchoTest, PlansItsHooksWithTheProjectionOptions) {
   MaEchoOptions options;
   options.mutable_projection()->set_shrink(0.25);
@@ -307,6 +340,31 @@ class ConvThenLinear : public fl::Model {
   at::Tensor conv_, bias_, fc_;
 };
 
+// The code's dense recursion for ConvThenLinear's convolution: P after one update
+// per 3x3 window of the 1x5x5 batch-mean map of `x`, windows cut out one by one
+// (not by im2col) at `stride` from (0, 0), row by row, each with a constant 1 for
+// the bias; shrink c = 0.5 and regulariser `a`.
+at::Tensor DenseConvProjector(const at::Tensor& x, int64_t stride, double a) {
+  const at::Tensor mean = x.mean(0).to(at::kDouble);
+  at::Tensor p = at::eye(10, at::kDouble);
+  for (int64_t i = 0; i + 3 <= 5; i += stride) {
+    for (int64_t j = 0; j + 3 <= 5; j += stride) {
+      const at::Tensor r =
+          at::cat({mean[0].narrow(0, i, 3).narrow(1, j, 3).flatten(), at::ones({1}, at::kDouble)})
+              .view({-1, 1});
+      const at::Tensor k = at::mm(p, r);
+      p = p - 0.5 * at::mm(k, k.t()) / (a + at::mm(r.t(), k));
+    }
+  }
+  return p;
+}
+
+// I - G G^T of the one projector `sent` holds.
+at::Tensor Projector(const fl::ModelState& sent) {
+  const at::Tensor g = sent.tensor(0).to(at::kDouble);
+  return at::eye(g.size(0), at::kDouble) - at::mm(g, g.t());
+}
+
 TEST(MaEchoHookTest, AConvolutionSeesTheWindowsOfTheBatchMeanMap) {
   torch::manual_seed(9);
   ConvThenLinear model;
@@ -315,21 +373,48 @@ TEST(MaEchoHookTest, AConvolutionSeesTheWindowsOfTheBatchMeanMap) {
   ASSERT_TRUE(sent.ok()) << sent.status();
   ASSERT_EQ(sent->size(), 1u);
   EXPECT_EQ(sent->entries()[0].name, "conv_weight|conv_bias");
-  // The 4 windows of the 5x5 mean map at stride 2, each with a constant 1 for the
-  // bias, one update each with the defaults c = 0.5, a = 1e-4.
-  const at::Tensor mean = examples.x.mean(0).to(at::kDouble);
-  at::Tensor p = at::eye(10, at::kDouble);
-  for (int64_t i : {0, 2}) {
-    for (int64_t j : {0, 2}) {
-      const at::Tensor r =
-          at::cat({mean[0].narrow(0, i, 3).narrow(1, j, 3).flatten(), at::ones({1}, at::kDouble)})
-              .view({-1, 1});
-      const at::Tensor k = at::mm(p, r);
-      p = p - 0.5 * at::mm(k, k.t()) / (1e-4 + at::mm(r.t(), k));
-    }
+  // The 4 windows of the 5x5 mean map at stride 2, one update each with the
+  // defaults c = 0.5, a = 1e-4.
+  EXPECT_TRUE(at::allclose(Projector(*sent), DenseConvProjector(examples.x, 2, 1e-4), 1e-4, 1e-5));
+}
+
+TEST(MaEchoHookTest, TheWindowStrideSetsWhichWindowsTheProjectorSees) {
+  torch::manual_seed(9);
+  ConvThenLinear model;
+  fl::Examples examples{at::randn({4, 1, 5, 5}), at::zeros({4}, at::kLong)};
+  // Stride 1: all 9 windows of the 5x5 map; stride 3: only the one at (0, 0); each
+  // window is one update, so one column of G.
+  for (auto [stride, windows] : std::vector<std::pair<int, int64_t>>{{1, 9}, {3, 1}}) {
+    SCOPED_TRACE(stride);
+    MaEchoProjectionOptions options;
+    options.set_conv_window_stride(stride);
+    auto sent = RunHook(model, examples, 4, options);
+    ASSERT_TRUE(sent.ok()) << sent.status();
+    EXPECT_EQ(sent->tensor(0).size(1), windows);
+    const at::Tensor p = Projector(*sent);
+    EXPECT_TRUE(at::allclose(p, DenseConvProjector(examples.x, stride, 1e-4), 1e-4, 1e-5));
+    EXPECT_FALSE(at::allclose(p, DenseConvProjector(examples.x, 2, 1e-4), 1e-2, 1e-3));
   }
-  const at::Tensor g = sent->tensor(0).to(at::kDouble);
-  EXPECT_TRUE(at::allclose(at::eye(10, at::kDouble) - at::mm(g, g.t()), p, 1e-4, 1e-5));
+}
+
+TEST(MaEchoHookTest, ConvRegularizerIsTheConvolutionsA) {
+  // Convolutions take a = conv_regularizer (linear layers' 3 does not apply): with
+  // a = 0.5 instead of 1e-4 each update k k^T / (a + r.k) removes less, so P stays
+  // nearer I (a larger trace).
+  torch::manual_seed(9);
+  ConvThenLinear model;
+  fl::Examples examples{at::randn({4, 1, 5, 5}), at::zeros({4}, at::kLong)};
+  MaEchoProjectionOptions options;
+  options.set_conv_regularizer(0.5);
+  options.set_linear_regularizer(3.0);
+  auto sent = RunHook(model, examples, 4, options);
+  ASSERT_TRUE(sent.ok()) << sent.status();
+  const at::Tensor p = Projector(*sent);
+  EXPECT_TRUE(at::allclose(p, DenseConvProjector(examples.x, 2, 0.5), 1e-4, 1e-5));
+  const at::Tensor code_default = DenseConvProjector(examples.x, 2, 1e-4);
+  EXPECT_FALSE(at::allclose(p, code_default, 1e-2, 1e-3));
+  EXPECT_FALSE(at::allclose(p, DenseConvProjector(examples.x, 2, 3.0), 1e-2, 1e-3));
+  EXPECT_GT(p.trace().item<double>(), code_default.trace().item<double>());
 }
 
 }  // namespace
