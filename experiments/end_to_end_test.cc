@@ -6,6 +6,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -568,18 +569,105 @@ TEST(ValidationTest, MissingDatasetFilesNameThePathsWhenRun) {
   EXPECT_THAT(result.status().message(), HasSubstr("/no/such/train-images-idx3-ubyte[.gz]"));
 }
 
+// Records each client's share of the training examples (inputs and labels, in
+// share order) as its hooks see it.
+class ShareProbe : public fl::ClientHook {
+ public:
+  absl::Status BeforeTraining(fl::HookContext& context) override {
+    const at::Tensor index = at::tensor(*context.client_indices, at::kLong);
+    fl::Examples share{context.examples->x.index_select(0, index),
+                       context.examples->y.index_select(0, index)};
+    absl::MutexLock lock(&mutex);
+    shares[context.client_id] = std::move(share);
+    return absl::OkStatus();
+  }
+  static inline absl::Mutex mutex;
+  static inline std::map<int64_t, fl::Examples> shares;
+};
+absl::StatusOr<std::unique_ptr<fl::ClientHook>> CreateShareProbe(
+    const fedkit::ProxySpec&, const fl::ClientHook::CreateArgs&) {
+  return std::make_unique<ShareProbe>();
+}
+FL_REGISTER_PLUGIN(fl::ClientHook, "share_probe", fedkit::ProxySpec, CreateShareProbe);
+
+// Records the proxy set the server holds; the model stays as it was.
+class ProxyRecorder : public fl::Aggregator {
+ public:
+  absl::Status Accumulate(fl::ClientUpdate, fl::ServerContext&) override {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<fl::ModelState> Finalize(const fl::ModelState& global,
+                                          fl::ServerContext& context) override {
+    proxy = {context.proxy->x.clone(), context.proxy->y.clone()};
+    return global.Clone();
+  }
+  static inline fl::Examples proxy;
+};
+absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateProxyRecorder(
+    const fedkit::ProxySpec&, const fl::Aggregator::CreateArgs&) {
+  return std::make_unique<ProxyRecorder>();
+}
+FL_REGISTER_PLUGIN(fl::Aggregator, "proxy_recorder", fedkit::ProxySpec, CreateProxyRecorder);
+
 TEST(EndToEndTest, NaturalPartitionFollowsOwnersPastATrainProxy) {
   // FedProx's synthetic(1, 1), 30 devices: one client per device, after a proxy set
-  // has taken rows out of TRAIN (the owner ids must lose the same rows).
+  // has taken rows out of TRAIN (the owner ids must lose the same rows). Client k
+  // must hold exactly the examples of the k-th smallest owner id, in order, less
+  // those the proxy took: worked out here from the dataset as loaded, every client
+  // in the one round.
   fedkit::ExperimentSpec spec = Spec(
       "dataset { name: 'synthetic_leaf' options { [type.googleapis.com/fedkit.data.SyntheticLeafOptions] "
       "{ alpha: 1 beta: 1 } } } "
-      "server { rounds: 2 clients_per_round: 4 proxy { split: TRAIN size: 20 } }");
+      "server { rounds: 1 clients_per_round: 30 proxy { split: TRAIN size: 20 } } "
+      "client { hooks { name: 'share_probe' } } aggregator { name: 'proxy_recorder' }");
   spec.mutable_partition()->set_name("natural");
   spec.mutable_partition()->set_num_clients(30);
   spec.mutable_partition()->clear_options();
-  fl::ExperimentResult result = RunSpec(spec, "natural");
-  EXPECT_FALSE(result.rows.empty());
+  spec.mutable_client()->set_steps(1);  // the shares are the point, not the training
+  auto experiment = fl::BuildExperiment(spec);
+  ASSERT_TRUE(experiment.ok()) << experiment.status();
+  auto data = experiment->dataset->Load();
+  ASSERT_TRUE(data.ok()) << data.status();
+  ASSERT_TRUE(data->train_owners.defined());
+  ShareProbe::shares.clear();
+  auto result = fl::RunExperiment(*experiment, absl::StrCat(getenv("TEST_TMPDIR"), "/natural"));
+  ASSERT_TRUE(result.ok()) << result.status();
+
+  // The proxy's rows of TRAIN, found by their inputs (continuous random features:
+  // each matches one row).
+  const fl::Examples& proxy = ProxyRecorder::proxy;
+  ASSERT_EQ(proxy.size(), 20);
+  const int64_t n = data->train.size();
+  const at::Tensor x = data->train.x.reshape({n, -1});
+  std::set<int64_t> proxy_rows;
+  for (int64_t i = 0; i < proxy.size(); ++i) {
+    const at::Tensor rows = x.eq(proxy.x[i].reshape({1, -1})).all(1).nonzero();
+    ASSERT_EQ(rows.numel(), 1) << "proxy example " << i;
+    const int64_t row = rows.item<int64_t>();
+    EXPECT_EQ(data->train.y[row].item<int64_t>(), proxy.y[i].item<int64_t>());
+    proxy_rows.insert(row);
+  }
+  ASSERT_EQ(proxy_rows.size(), 20u);
+
+  std::map<int64_t, std::vector<int64_t>> rows_by_owner;
+  const at::Tensor owners = data->train_owners.to(at::kLong).contiguous();
+  const int64_t* owner = owners.data_ptr<int64_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    if (proxy_rows.count(i) == 0) rows_by_owner[owner[i]].push_back(i);
+  }
+  ASSERT_EQ(rows_by_owner.size(), 30u);
+  ASSERT_EQ(ShareProbe::shares.size(), 30u);
+  int64_t client = 0;
+  for (const auto& [owner, rows] : rows_by_owner) {
+    const at::Tensor index = at::tensor(rows, at::kLong);
+    const fl::Examples& share = ShareProbe::shares.at(client);
+    EXPECT_EQ(share.size(), static_cast<int64_t>(rows.size())) << "client " << client;
+    EXPECT_TRUE(share.x.equal(data->train.x.index_select(0, index)))
+        << "client " << client << " does not hold owner " << owner << "'s inputs";
+    EXPECT_TRUE(share.y.equal(data->train.y.index_select(0, index)))
+        << "client " << client << " does not hold owner " << owner << "'s labels";
+    ++client;
+  }
 }
 
 TEST(ValidationTest, NaturalPartitionOfADatasetWithoutOwnersSaysSo) {
