@@ -3,9 +3,11 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 
@@ -77,11 +79,22 @@ absl::StatusOr<IdxArray> ReadIdx(const std::string& path) {
     total *= size;
   }
   // The header's sizes are only a claim: the buffer grows as data actually arrives,
-  // so a header promising billions of images cannot allocate more than the file holds.
+  // so a header promising billions of images cannot allocate more than the file holds
+  // (a plain file's size bounds each step; a gzip stream's is only known once read).
   constexpr int64_t kChunk = int64_t{1} << 24;
+  std::optional<int64_t> plain_data_bytes;
+  if (gzdirect(file.get())) {
+    std::error_code error;
+    const auto file_bytes = std::filesystem::file_size(path, error);
+    if (!error) plain_data_bytes = static_cast<int64_t>(file_bytes) - 4 * (ndims + 1);
+  }
   while (static_cast<int64_t>(array.values.size()) < total) {
     const size_t before = array.values.size();
-    const size_t want = static_cast<size_t>(std::min<int64_t>(kChunk, total - before));
+    int64_t step = std::min<int64_t>(kChunk, total - before);
+    if (plain_data_bytes.has_value()) {
+      step = std::min<int64_t>(step, std::max<int64_t>(1, *plain_data_bytes - before));
+    }
+    const size_t want = static_cast<size_t>(step);
     array.values.resize(before + want);
     got = ReadBytes(file.get(), path, array.values.data() + before, want);
     if (!got.ok()) return got.status();

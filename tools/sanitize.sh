@@ -22,4 +22,4 @@ targets=$(sbazel query --noshow_progress \
 }
 # --symlink_prefix=/: no bazel-bin links, which would point the workspace's at this output base.
 # shellcheck disable=SC2086
-sbazel test --config=asan --symlink_prefix=/ "$@" $targets
+sbazel test --config=asan --symlink_prefix=/ --keep_going "$@" $targets

@@ -27,6 +27,7 @@ packages=(
   libgloo-dev                # headers of Gloo, c10d's CPU transport (distributed runs)
   clang-15                   # the sanitizer build (tools/sanitize.sh): ASan, UBSan
   libfuzzer-15-dev           # libFuzzer, for the fuzz targets in that build
+  llvm-15                    # llvm-symbolizer: source lines in sanitizer reports
   dataset-fashion-mnist      # real Fashion-MNIST, IDX gzip files
   python3-matplotlib         # partition and benchmark pictures (tools/*.py)
 )

@@ -203,8 +203,9 @@ absl::Status ProxySgd::RestoreState(const std::map<std::string, at::Tensor>& sta
       adam_steps = tensor.item<int64_t>();
       continue;
     }
-    const bool known = absl::c_any_of(prefixes, [&key](const std::string& prefix) {
-      return key.rfind(prefix, 0) == 0 && key.size() > prefix.size();
+    // A structured binding cannot be captured before C++20 (clang refuses it).
+    const bool known = absl::c_any_of(prefixes, [&name = key](const std::string& prefix) {
+      return name.rfind(prefix, 0) == 0 && name.size() > prefix.size();
     });
     if (!known) {
       return absl::InvalidArgumentError(absl::StrCat(

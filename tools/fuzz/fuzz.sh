@@ -36,5 +36,13 @@ for seed in $(sbazel query --noshow_progress "labels(data, $target""_test) excep
 done
 echo "fuzzing $target (${flags[*]}) from $(ls "$work/seeds" | wc -l) seeds; work in $work"
 cd "$work"
-UBSAN_OPTIONS=print_stacktrace=1 "$binary" -max_len=65536 -rss_limit_mb=4096 -timeout=120 \
+if [[ -d /dev/shm && -w /dev/shm ]]; then
+  TEST_TMPDIR=$(mktemp -d /dev/shm/fedkit-fuzz.XXXXXX)
+  export TEST_TMPDIR
+  trap 'rm -rf "$TEST_TMPDIR"' EXIT
+fi
+# As in fuzz_test.sh: an allocation over 2 GB fails, and the target must report it.
+ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1:max_allocation_size_mb=2048" \
+  ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-15/bin/llvm-symbolizer UBSAN_OPTIONS=print_stacktrace=1 \
+  "$binary" -max_len=65536 -rss_limit_mb=4096 -timeout=120 \
   -print_final_stats=1 -artifact_prefix="$work/" "${flags[@]}" "$work/corpus" "$work/seeds"
