@@ -1,6 +1,8 @@
 #include "fl/tensor_record.h"
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <map>
 
 #include <ATen/ATen.h>
@@ -52,6 +54,15 @@ absl::StatusOr<at::Tensor> TensorFromRecord(const CheckpointTensor& record, cons
   for (int64_t size : record.shape()) {
     if (size < 0) return absl::DataLossError(absl::StrCat(where, ": negative dimension ", size));
     empty |= size == 0;
+  }
+  // LibTorch sizes a tensor's storage and strides from every dimension, zeros
+  // aside, and throws when that product overflows, even for an empty tensor.
+  int64_t extent = item;
+  for (int64_t size : record.shape()) {
+    if (size > 0 && extent > std::numeric_limits<int64_t>::max() / size) {
+      return absl::DataLossError(absl::StrCat(where, ": its shape's sizes multiply past 2^63"));
+    }
+    extent *= std::max<int64_t>(size, 1);
   }
   int64_t numel = empty ? 0 : 1;
   for (int64_t size : record.shape()) {

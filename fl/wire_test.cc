@@ -4,6 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "fl/wire.pb.h"
 
 namespace fl {
 namespace {
@@ -90,6 +91,33 @@ TEST(WireTest, ClientStatesAndTensorMapsRoundTrip) {
   for (const auto& [name, tensor] : aggregator_state) EXPECT_TRUE(at::equal(restored->at(name), tensor));
   EXPECT_TRUE(ParseTensors(SerializeTensors({}), at::kCPU, "rank 0")->empty());
   EXPECT_FALSE(ParseTensors("\x0a\x05garbage", at::kCPU, "rank 0").ok());
+}
+
+TEST(WireTest, EqualUpdatesAreEqualBytes) {
+  // Protobuf orders a map's entries by a hash seeded afresh for each map, so
+  // without deterministic serialisation two messages with these metrics differ.
+  ClientUpdate update;
+  update.client_id = 3;
+  update.delta = TwoEntries(1.0);
+  for (int i = 0; i < 16; ++i) update.metrics["metric_" + std::to_string(i)] = i;
+  std::vector<IndexedUpdate> updates;
+  updates.push_back({0, update});
+  const std::string first = SerializeUpdates(updates);
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(SerializeUpdates(updates), first) << "serialisation " << i;
+}
+
+TEST(WireTest, AnEmptyShapeWhoseSizesOverflowIsRefused) {
+  // Found by //fl:wire_fuzzer: zero elements, but LibTorch sizes the storage from
+  // every dimension and threw past the parser, ending the process.
+  fedkit::TensorsMessage message;
+  fedkit::CheckpointTensor& record = *message.add_tensors();
+  record.set_name("momentum");
+  record.set_dtype("Double");
+  for (int64_t size : {int64_t{1} << 40, int64_t{1} << 40, int64_t{0}}) record.add_shape(size);
+  auto parsed = ParseTensors(message.SerializeAsString(), at::kCPU, "rank 2");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(parsed.status().message(),
+              HasSubstr("rank 2: momentum: its shape's sizes multiply past 2^63"));
 }
 
 }  // namespace
