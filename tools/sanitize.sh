@@ -10,7 +10,8 @@
 # Ends with the same "Executed ..." summary as bazel test.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-base="${FEDKIT_SANITIZER_OUTPUT_BASE:-$HOME/.cache/fedkit-sanitizer-bazel}"
+# One output base per checkout, as Bazel's own is.
+base="${FEDKIT_SANITIZER_OUTPUT_BASE:-$HOME/.cache/fedkit-sanitizer/$(pwd -P | md5sum | cut -c1-12)}"
 sbazel() { bazel --output_base="$base" "$@"; }
 # The top-level folders by name, not //...: that would also walk the gcc build's
 # bazel-* links, which this output base does not know as its own.

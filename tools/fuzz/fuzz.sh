@@ -24,7 +24,8 @@ package="${package%%:*}"
 name="${target##*:}"
 work="${FEDKIT_FUZZ_DIR:-/tmp/fedkit-fuzz}/$name"
 
-base="${FEDKIT_SANITIZER_OUTPUT_BASE:-$HOME/.cache/fedkit-sanitizer-bazel}"
+# One output base per checkout, as Bazel's own is.
+base="${FEDKIT_SANITIZER_OUTPUT_BASE:-$HOME/.cache/fedkit-sanitizer/$(pwd -P | md5sum | cut -c1-12)}"
 sbazel() { bazel --output_base="$base" "$@"; }
 sbazel build --config=asan --symlink_prefix=/ "$target"
 binary="$(sbazel info --config=asan bazel-bin 2> /dev/null)/$package/$name"
