@@ -185,6 +185,139 @@ TEST(ServerSgdConfigTest, AdamHasItsOwnDefaultsAndFields) {
                                             "Adam's: set optimizer: ADAM"));
 }
 
+// Each field set to a value that neither its default nor any other field has, so
+// a field dropped or read into the wrong place shows.
+TEST(ServerSgdConfigTest, EveryOptionReachesItsConfigField) {
+  fedkit::aggregators::ServerSgdOptions sgd;
+  sgd.set_steps(7);
+  sgd.set_batch_size(3);
+  sgd.set_lr(0.25);
+  sgd.set_momentum(0.5);
+  sgd.set_weight_decay(0.125);
+  sgd.set_persist_momentum(false);
+  auto config = ServerSgdConfigFromOptions(sgd, "options.sgd");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->steps, 7);
+  EXPECT_EQ(config->batch_size, 3);
+  EXPECT_EQ(config->lr, 0.25);
+  EXPECT_EQ(config->momentum, 0.5);
+  EXPECT_EQ(config->weight_decay, 0.125);
+  EXPECT_FALSE(config->persist_momentum);
+  EXPECT_FALSE(config->adam);
+
+  fedkit::aggregators::ServerSgdOptions adam;
+  adam.set_optimizer(fedkit::aggregators::ServerSgdOptions::ADAM);
+  adam.set_epochs(4);
+  adam.set_batch_size(5);
+  adam.set_lr(0.0625);
+  adam.set_weight_decay(0.03125);
+  adam.set_beta1(0.25);
+  adam.set_beta2(0.75);
+  adam.set_eps(0.375);
+  adam.set_persist_momentum(false);
+  config = ServerSgdConfigFromOptions(adam, "options.sgd");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->adam);
+  EXPECT_EQ(config->epochs, 4);
+  EXPECT_EQ(config->steps, 0);
+  EXPECT_EQ(config->batch_size, 5);
+  EXPECT_EQ(config->lr, 0.0625);
+  EXPECT_EQ(config->weight_decay, 0.03125);  // over ADAM's default 0
+  EXPECT_EQ(config->beta1, 0.25);
+  EXPECT_EQ(config->beta2, 0.75);
+  EXPECT_EQ(config->eps, 0.375);
+  EXPECT_FALSE(config->persist_momentum);
+}
+
+TEST(ServerSgdConfigTest, RangeChecksBatchSizeWeightDecayAndEps) {
+  fedkit::aggregators::ServerSgdOptions options;
+  options.set_optimizer(fedkit::aggregators::ServerSgdOptions::ADAM);
+  options.set_batch_size(0);
+  options.set_weight_decay(-0.5);
+  options.set_eps(0);
+  const std::string message(ServerSgdConfigFromOptions(options, "options.sgd").status().message());
+  EXPECT_THAT(message, ::testing::HasSubstr("options.sgd.batch_size: must be >= 1, got 0"));
+  EXPECT_THAT(message, ::testing::HasSubstr("options.sgd.weight_decay: must be >= 0, got -0.5"));
+  EXPECT_THAT(message, ::testing::HasSubstr("options.sgd.eps: must be > 0, got 0"));
+}
+
+// Training from a config the options made, so the whole path from the spec's
+// message to the optimiser is run.
+ProxySgd FromOptions(const fedkit::aggregators::ServerSgdOptions& options) {
+  absl::StatusOr<ServerSgdConfig> config = ServerSgdConfigFromOptions(options, "options.sgd");
+  EXPECT_TRUE(config.ok()) << config.status();
+  return ProxySgd(config.value_or(ServerSgdConfig()));
+}
+
+TEST(ProxySgdOptionsTest, BatchSizeCutsEachEpoch) {
+  // One epoch of 7 examples in batches of 3: 3, 3 and the remaining 1.
+  fedkit::aggregators::ServerSgdOptions options;
+  options.set_epochs(1);
+  options.set_batch_size(3);
+  ProxySgd sgd = FromOptions(options);
+  Scalar model;
+  std::vector<int64_t> sizes;
+  ASSERT_TRUE(sgd.Train(model, 7, 1, [&](fl::Model& m, const at::Tensor& batch) {
+                   sizes.push_back(batch.numel());
+                   return Quadratic(m, batch);
+                 }).ok());
+  EXPECT_THAT(sizes, ::testing::ElementsAre(3, 3, 1));
+}
+
+TEST(ProxySgdOptionsTest, WeightDecayAddsToTheGradient) {
+  // As WeightDecayAddsToTheGradient above: wd 0.5, lr 0.1, no momentum, from w = 0:
+  // d = -6, w1 = 0.6; d = -4.8 + 0.5 * 0.6 = -4.5, w2 = 1.05. The default 5e-4
+  // would give w2 = 0.6 + 0.1 * (4.8 - 0.0003) = 1.07997.
+  fedkit::aggregators::ServerSgdOptions options;
+  options.set_steps(2);
+  options.set_lr(0.1);
+  options.set_momentum(0);
+  options.set_weight_decay(0.5);
+  ProxySgd sgd = FromOptions(options);
+  Scalar model;
+  ASSERT_TRUE(sgd.Train(model, 4, 1, Quadratic).ok());
+  EXPECT_NEAR(model.w(), 1.05, 1e-12);
+}
+
+TEST(ProxySgdOptionsTest, PersistMomentumDecidesWhetherTheNextRoundStartsAfresh) {
+  // Two rounds of 2 SGD steps (lr 0.1, momentum 0.9, no decay) on one ProxySgd.
+  // Round 1 from w = 0: w = 1.62 with buffer b = -10.2 (MomentumAgainstHandComputation).
+  // Round 2, g = 2 (w - 3):
+  //   persisted: b = 0.9 * -10.2 - 2.76 = -11.94,  w = 2.814;
+  //              b = 0.9 * -11.94 - 0.372 = -11.118, w = 3.9258
+  //   afresh:    b = -2.76,                        w = 1.896;
+  //              b = 0.9 * -2.76 - 2.208 = -4.692,  w = 2.3652
+  for (bool persist : {true, false}) {
+    fedkit::aggregators::ServerSgdOptions options;
+    options.set_steps(2);
+    options.set_lr(0.1);
+    options.set_momentum(0.9);
+    options.set_weight_decay(0);
+    options.set_persist_momentum(persist);
+    ProxySgd sgd = FromOptions(options);
+    Scalar model;
+    ASSERT_TRUE(sgd.Train(model, 4, 1, Quadratic).ok());
+    ASSERT_NEAR(model.w(), 1.62, 1e-12);
+    ASSERT_TRUE(sgd.Train(model, 4, 2, Quadratic).ok());
+    EXPECT_NEAR(model.w(), persist ? 3.9258 : 2.3652, 1e-12) << "persist " << persist;
+  }
+}
+
+TEST(ProxySgdOptionsTest, AdamEpsDampsTheStep) {
+  // Adam's first step is lr * m_hat / (sqrt(v_hat) + eps) with m_hat = g and
+  // sqrt(v_hat) = |g|: from w = 0, g = -6, lr 0.1 and eps 6 move w by
+  // 0.1 * 6 / (6 + 6) = 0.05 (the default eps 1e-8 would move it by 0.1).
+  fedkit::aggregators::ServerSgdOptions options;
+  options.set_optimizer(fedkit::aggregators::ServerSgdOptions::ADAM);
+  options.set_steps(1);
+  options.set_lr(0.1);
+  options.set_eps(6);
+  ProxySgd sgd = FromOptions(options);
+  Scalar model;
+  ASSERT_TRUE(sgd.Train(model, 4, 1, Quadratic).ok());
+  EXPECT_NEAR(model.w(), 0.05, 1e-12);
+}
+
 TEST(RequireProxyTest, NamesTheSpecField) {
   fl::ServerContext context;
   absl::Status status = RequireProxy(context, "feddf");

@@ -1,10 +1,12 @@
 #include <cmath>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include <ATen/ATen.h>
 #include <torch/nn/modules/batchnorm.h>
 
+#include "aggregators/common/proxy_training.h"
 #include "aggregators/common/scalar_toy.h"
 #include "aggregators/fedlaw/fedlaw_options.pb.h"
 #include "aggregators/fedlaw/fedlaw_weights.h"
@@ -138,6 +140,88 @@ TEST_F(FedLawToyTest, OneAdamStepAgainstHandComputation) {
   EXPECT_NEAR(context_.diagnostics.at("proxy_loss_before"), toy::ScalarToyLoss(2.5), 1e-12);
   EXPECT_NEAR(context_.diagnostics.at("proxy_loss_after"), toy::ScalarToyLoss(expected), 1e-12);
   EXPECT_LT(gamma, 1.0);  // the toy's optimum is theta = 0: shrink
+}
+
+// GAMMA_ONLY on the toy for one epoch in proxy minibatches of one example: two
+// Adam steps on g, lambda held at (1/4, 3/4), so theta_hat = 2.5 gamma with gamma =
+// e^g. Example b's loss has l_b'(w) = -(1 - tanh w) for label 0 and 1 + tanh w for
+// label 1 (the toy's two halves), so dL_b/dg = gamma D = gamma * 2.5 l_b'(2.5 gamma).
+// Adam's two bias-corrected steps in closed form:
+//   g1 = -lr q1 / (|q1| + eps)
+//   g2 = g1 - lr m / (sqrt(v) + eps),  m = (b1 q1 + q2) / (1 + b1),
+//                                      v = (b2 q1^2 + q2^2) / (1 + b2).
+// Returns gamma = e^{g2} for the batches' labels in the order given.
+double GammaAfterTwoSteps(const std::vector<int64_t>& labels, double lr, double beta1,
+                          double beta2, double eps) {
+  auto slope = [&labels](int step, double gamma) {
+    const double w = 2.5 * gamma;
+    const double dl = labels[step] == 0 ? -(1 - std::tanh(w)) : 1 + std::tanh(w);
+    return gamma * 2.5 * dl;
+  };
+  const double q1 = slope(0, 1.0);
+  const double g1 = -lr * q1 / (std::abs(q1) + eps);
+  const double q2 = slope(1, std::exp(g1));
+  const double m = (beta1 * q1 + q2) / (1 + beta1);
+  const double v = (beta2 * q1 * q1 + q2 * q2) / (1 + beta2);
+  return std::exp(g1 - lr * m / (std::sqrt(v) + eps));
+}
+
+// The labels of the toy's two proxy examples in the order FedLAW's one-example
+// minibatches visit them: ShuffledBatches' first shuffle from the round seed.
+std::vector<int64_t> ShuffledToyLabels(const toy::ScalarToy& toy,
+                                       const fl::ServerContext& context) {
+  std::mt19937_64 rng(context.round_seed);
+  std::vector<int64_t> labels;
+  for (const at::Tensor& batch : ShuffledBatches(2, 1, rng, at::kCPU)) {
+    labels.push_back(toy.proxy.y[batch.item<int64_t>()].item<int64_t>());
+  }
+  return labels;
+}
+
+TEST_F(FedLawToyTest, BatchSizeSetsTheStepsPerEpoch) {
+  const std::vector<int64_t> labels = ShuffledToyLabels(toy_, context_);
+  ASSERT_THAT(labels, ::testing::UnorderedElementsAre(0, 1));
+  // Default lr and Adam (0.005; 0.5, 0.999, 1e-8): two steps of one example each.
+  const double gamma = GammaAfterTwoSteps(labels, 0.005, 0.5, 0.999, 1e-8);
+  FedLawOptions options = Options(FedLawOptions::GAMMA_ONLY, /*epochs=*/1);
+  options.set_batch_size(1);
+  auto fedlaw = Create("fedlaw", options);
+  auto next = Run(*fedlaw);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_NEAR(context_.diagnostics.at("gamma"), gamma, 1e-12);
+  EXPECT_NEAR(next->tensor(0).item<double>(), 2.5 * gamma, 1e-12);
+
+  // Both examples in one batch (2, as the default 128 on this proxy set): one step
+  // on the mean slope 2.5 tanh(2.5), gamma = e^{-lr (1 - eps')}.
+  const double q = 2.5 * std::tanh(2.5);
+  options.set_batch_size(2);
+  auto whole = Create("fedlaw", options);
+  ASSERT_TRUE(Run(*whole).ok());
+  EXPECT_NEAR(context_.diagnostics.at("gamma"), std::exp(-0.005 * q / (q + 1e-8)), 1e-12);
+}
+
+TEST_F(FedLawToyTest, AdamBetasAndEpsReachTheOptimiser) {
+  // The two one-example steps above, each of beta1, beta2 and eps away from its
+  // default: the second step's m and v mix q1 and q2 (whose signs differ) by the
+  // betas, and an eps near |q| damps both steps.
+  const std::vector<int64_t> labels = ShuffledToyLabels(toy_, context_);
+  FedLawOptions options = Options(FedLawOptions::GAMMA_ONLY, /*epochs=*/1);
+  options.set_batch_size(1);
+  options.set_lr(0.1);
+  options.set_beta1(0.9);
+  options.set_beta2(0.6);
+  options.set_eps(0.5);
+  auto fedlaw = Create("fedlaw", options);
+  ASSERT_TRUE(Run(*fedlaw).ok());
+  EXPECT_NEAR(context_.diagnostics.at("gamma"), GammaAfterTwoSteps(labels, 0.1, 0.9, 0.6, 0.5),
+              1e-12);
+  // Each setting matters here (the defaults for one of them give another gamma).
+  const double defaults[] = {GammaAfterTwoSteps(labels, 0.1, 0.5, 0.6, 0.5),
+                             GammaAfterTwoSteps(labels, 0.1, 0.9, 0.999, 0.5),
+                             GammaAfterTwoSteps(labels, 0.1, 0.9, 0.6, 1e-8)};
+  for (double other : defaults) {
+    EXPECT_GT(std::abs(context_.diagnostics.at("gamma") - other), 1e-4) << other;
+  }
 }
 
 TEST_F(FedLawToyTest, QuadStartsFromUniformLambdaAndUnitGamma) {
@@ -384,6 +468,10 @@ TEST(FedLawTest, RejectsBadOptionsAllAtOnce) {
   options.set_server_epochs(0);
   options.set_lr(-1);
   options.set_client_holdout_fraction(1.0);
+  options.set_beta1(1);
+  options.set_beta2(-0.1);
+  options.set_eps(0);
+  options.set_batch_size(0);
   google::protobuf::Any any;
   any.PackFrom(options);
   auto fedlaw = fl::Registry<fl::Aggregator>::Global().Create("fedlaw", any);
@@ -392,6 +480,10 @@ TEST(FedLawTest, RejectsBadOptionsAllAtOnce) {
   EXPECT_THAT(message, ::testing::HasSubstr("options.server_epochs: must be >= 1, got 0"));
   EXPECT_THAT(message, ::testing::HasSubstr("options.lr: must be > 0, got -1"));
   EXPECT_THAT(message, ::testing::HasSubstr("options.client_holdout_fraction: must be in [0, 1)"));
+  EXPECT_THAT(message, ::testing::HasSubstr("options.beta1: must be in [0, 1), got 1"));
+  EXPECT_THAT(message, ::testing::HasSubstr("options.beta2: must be in [0, 1), got -0.1"));
+  EXPECT_THAT(message, ::testing::HasSubstr("options.eps: must be > 0, got 0"));
+  EXPECT_THAT(message, ::testing::HasSubstr("options.batch_size: must be >= 1, got 0"));
 }
 
 }  // namespace

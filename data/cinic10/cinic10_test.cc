@@ -1,4 +1,6 @@
+#include <memory>
 #include <string>
+#include <utility>
 
 #include <ATen/ATen.h>
 
@@ -53,6 +55,79 @@ TEST(Cinic10Test, IncludeValidAppendsItToTrain) {
   ASSERT_TRUE(splits.ok()) << splits.status();
   EXPECT_TRUE(at::equal(splits->train.y, at::tensor({0, 1, 2}, at::kLong)));
   EXPECT_EQ(splits->test.size(), 3);
+}
+
+absl::StatusOr<std::unique_ptr<fl::Dataset>> CreateWith(
+    const fedkit::data::Cinic10Options& options) {
+  google::protobuf::Any any;
+  any.PackFrom(options);
+  return fl::Registry<fl::Dataset>::Global().Create("cinic10", any);
+}
+
+TEST(Cinic10Test, LimitsKeepTheFirstRecordsOfEachSplit) {
+  fedkit::data::Cinic10Options options;
+  options.set_dir(MakeFixture("limits"));
+  options.set_train_limit(1);
+  options.set_test_limit(2);
+  auto splits = (*CreateWith(options))->Load();
+  ASSERT_TRUE(splits.ok()) << splits.status();
+  EXPECT_TRUE(at::equal(splits->train.y, at::tensor({0}, at::kLong))) << splits->train.y;
+  EXPECT_EQ(splits->train.x.size(0), 1);
+  EXPECT_TRUE(at::equal(splits->test.y, at::tensor({3, 4}, at::kLong))) << splits->test.y;
+  EXPECT_EQ(splits->test.x.size(0), 2);
+
+  // With valid.bin the limit cuts train + valid, in that order.
+  options.set_include_valid_in_train(true);
+  options.set_train_limit(2);
+  splits = (*CreateWith(options))->Load();
+  ASSERT_TRUE(splits.ok()) << splits.status();
+  EXPECT_TRUE(at::equal(splits->train.y, at::tensor({0, 1}, at::kLong))) << splits->train.y;
+
+  options.set_train_limit(-1);
+  options.set_test_limit(-2);
+  EXPECT_EQ(std::string(CreateWith(options).status().message()),
+            "options.train_limit: must be >= 0, got -1\noptions.test_limit: must be >= 0, got -2");
+}
+
+TEST(Cinic10Test, NormalizeFalseKeepsPixelsInTheUnitRange) {
+  fedkit::data::Cinic10Options options;
+  options.set_dir(MakeFixture("normalize"));
+  options.set_normalize(false);
+  auto raw = (*CreateWith(options))->Load();
+  options.set_normalize(true);
+  auto normalised = (*CreateWith(options))->Load();
+  ASSERT_TRUE(raw.ok() && normalised.ok());
+  // Bytes / 255: train record 1's red plane is 11, every record's red (0, 0) is 255.
+  EXPECT_FLOAT_EQ(raw->train.x[1][0][2][2].item<float>(), 11 / 255.0f);
+  EXPECT_FLOAT_EQ(raw->train.x.max().item<float>(), 1.0f);
+  EXPECT_GE(raw->train.x.min().item<float>(), 0.0f);
+  // Normalised is exactly that, per channel, with CINIC-10's mean and std.
+  const at::Tensor mean = at::tensor({0.47889522f, 0.47227842f, 0.43047404f}).view({1, 3, 1, 1});
+  const at::Tensor std = at::tensor({0.24205776f, 0.23828046f, 0.25874835f}).view({1, 3, 1, 1});
+  for (const auto& [plain, scaled] : {std::make_pair(raw->train.x, normalised->train.x),
+                                      std::make_pair(raw->test.x, normalised->test.x)}) {
+    EXPECT_TRUE(at::allclose(scaled, (plain - mean) / std, 1e-5, 1e-6));
+    EXPECT_LT(scaled.min().item<float>(), -1.0f);  // out of [0, 1]
+  }
+}
+
+TEST(Cinic10Test, AugmentationOptionsReachTheDatasetsInfo) {
+  fedkit::data::Cinic10Options options;
+  options.mutable_augmentation()->set_crop_padding(3);
+  options.mutable_augmentation()->set_horizontal_flip(true);
+  options.mutable_augmentation()->set_per_batch(true);
+  auto dataset = CreateWith(options);
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  const fl::ImageAugmentation augmentation = (*dataset)->info().train_augmentation;
+  EXPECT_EQ(augmentation.crop_padding, 3);
+  EXPECT_TRUE(augmentation.horizontal_flip);
+  EXPECT_TRUE(augmentation.per_batch);
+  EXPECT_FALSE(
+      CreateWith(fedkit::data::Cinic10Options()).value()->info().train_augmentation.enabled());
+
+  options.mutable_augmentation()->set_crop_padding(-3);
+  EXPECT_EQ(std::string(CreateWith(options).status().message()),
+            "options.augmentation.crop_padding: must be >= 0, got -3");
 }
 
 TEST(Cinic10Test, MissingAndTruncatedFilesAreErrors) {

@@ -169,6 +169,28 @@ TEST(EmnistTest, TruncatedGzipAndWrongMagicAreErrors) {
             dir + "/emnist-mnist-test-images-idx3-ubyte: not an IDX file (bad magic number)");
 }
 
+TEST(EmnistTest, LimitsKeepTheFirstExamplesOfEachSplit) {
+  const std::string dir = TestDir("limits");
+  WriteSplit(dir, "emnist-digits-train", {3, 1, 4}, /*gzip=*/true);
+  WriteSplit(dir, "emnist-digits-test", {1, 5, 9}, /*gzip=*/false);
+  EmnistOptions options = Options(dir, EmnistOptions::DIGITS);
+  options.set_normalize(false);
+  options.set_train_limit(2);
+  options.set_test_limit(1);
+  auto splits = (*Create(options))->Load();
+  ASSERT_TRUE(splits.ok()) << splits.status();
+  EXPECT_TRUE(at::equal(splits->train.y, at::tensor({3, 1}, at::kLong))) << splits->train.y;
+  EXPECT_EQ(splits->train.x.size(0), 2);
+  EXPECT_TRUE(at::equal(splits->test.y, at::tensor({1}, at::kLong))) << splits->test.y;
+  ASSERT_EQ(splits->test.x.size(0), 1);
+  // The kept test image is the first one (value 100), upright.
+  EXPECT_TRUE(at::equal(splits->test.x[0][0].mul(255).round().to(at::kByte), UprightL(0)));
+
+  options.set_test_limit(-4);
+  EXPECT_EQ(std::string(Create(options).status().message()),
+            "options.test_limit: must be >= 0, got -4");
+}
+
 TEST(EmnistTest, SplitIsRequiredAndLimitsNonNegative) {
   EmnistOptions options;
   options.set_train_limit(-3);

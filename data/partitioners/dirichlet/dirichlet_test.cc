@@ -1,7 +1,10 @@
 #include <cmath>
+#include <optional>
 #include <random>
 #include <set>
+#include <string>
 
+#include "absl/strings/str_cat.h"
 #include "data/partitioners/dirichlet/dirichlet_options.pb.h"
 #include "fl/partitioner.h"
 #include "fl/registry.h"
@@ -80,6 +83,48 @@ TEST(DirichletTest, BadOptionsAreReportedTogether) {
   EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(p.status().message(),
             "options.alpha: must be > 0, got -1\noptions.min_size: must be >= 1, got 0");
+}
+
+TEST(DirichletTest, MaxAttemptsCapsTheRedraws) {
+  // 10 clients of 200 examples with at least 15 each (20 on average) at alpha 0.5:
+  // a single draw seldom gives every client 15.
+  const auto labels = Labels(200, 10);
+  auto partition = [&labels](std::optional<int> max_attempts) {
+    fedkit::data::DirichletOptions options;
+    options.set_alpha(0.5);
+    options.set_min_size(15);
+    if (max_attempts.has_value()) options.set_max_attempts(*max_attempts);
+    google::protobuf::Any any;
+    any.PackFrom(options);
+    auto partitioner = fl::Registry<fl::Partitioner>::Global().Create("dirichlet", any);
+    EXPECT_TRUE(partitioner.ok()) << partitioner.status();
+    std::mt19937_64 rng(3);
+    return (*partitioner)->Partition({labels, 10}, 10, rng);
+  };
+  const auto by_default = partition(std::nullopt);  // 1000 attempts
+  ASSERT_TRUE(by_default.ok()) << by_default.status();
+  // Attempts draw one after another from the same stream, so every cap below the
+  // attempts this seed needs fails naming the cap, and that many give the default's
+  // partition.
+  int needed = 1;
+  for (auto shares = partition(needed); !shares.ok(); shares = partition(++needed)) {
+    EXPECT_EQ(shares.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(std::string(shares.status().message()),
+              absl::StrCat("no draw in ", needed, " attempts gave every client >= 15 examples; "
+                           "raise alpha, lower min_size or use fewer clients"));
+    ASSERT_LT(needed, 1000);
+  }
+  EXPECT_GT(needed, 1) << "a first draw that succeeds tests no cap";
+  EXPECT_EQ(*partition(needed), *by_default);
+
+  fedkit::data::DirichletOptions zero;
+  zero.set_alpha(0.5);
+  zero.set_max_attempts(0);
+  google::protobuf::Any any;
+  any.PackFrom(zero);
+  EXPECT_EQ(
+      std::string(fl::Registry<fl::Partitioner>::Global().Create("dirichlet", any).status().message()),
+      "options.max_attempts: must be >= 1, got 0");
 }
 
 TEST(DirichletTest, ImpossibleMinSizeIsAnError) {
