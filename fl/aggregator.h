@@ -76,7 +76,10 @@ struct ServerContext {
   std::function<at::Tensor(const at::Tensor& inputs)> evaluation_predictor;
 };
 
-// Properties the shared conformance suite checks where they hold.
+// What an aggregator declares of itself. The shared conformance suite checks each
+// property declared true on every fixture, and shows each declared false on one
+// (or the plugin registers why it cannot be shown: aggregators/common/
+// conformance_reasons.h).
 struct AggregatorProperties {
   // The result does not depend on the order updates arrive in.
   bool order_invariant = true;
