@@ -76,10 +76,7 @@ struct ServerContext {
   std::function<at::Tensor(const at::Tensor& inputs)> evaluation_predictor;
 };
 
-// What an aggregator declares of itself. The shared conformance suite checks each
-// property declared true on every fixture, and shows each declared false on one
-// (or the plugin registers why it cannot be shown: aggregators/common/
-// conformance_reasons.h).
+// Properties the shared conformance suite checks where they hold.
 struct AggregatorProperties {
   // The result does not depend on the order updates arrive in.
   bool order_invariant = true;
