@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <exception>
 #include <map>
+#include <memory>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -16,6 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "glog/logging.h"
@@ -25,6 +27,9 @@ namespace {
 
 constexpr char kStagePrefix[] = "fedkit/stage/";
 constexpr char kHeartbeatPrefix[] = "fedkit/heartbeat/";
+// The first failure any rank diagnosed, for the ranks that fail after rank 0 has
+// ended and taken the store along.
+constexpr char kFailureKey[] = "fedkit/failure";
 constexpr auto kHeartbeatPeriod = std::chrono::milliseconds(250);
 
 std::string StageKey(int rank) { return absl::StrCat(kStagePrefix, rank); }
@@ -53,17 +58,32 @@ absl::StatusOr<int> ParseInt(const std::pair<std::string, std::string>& variable
   return value;
 }
 
+// What the heartbeat thread shares with its collective. Shared rather than owned
+// by the collective: a frozen rank 0 blocks the thread in a store read that has no
+// timeout, and the collective then leaves the thread behind instead of hanging.
+struct HeartbeatState {
+  absl::Notification stop;
+  absl::Notification done;
+  absl::Mutex mutex;
+  // kFailureKey's value once the heartbeat has seen it set.
+  std::string failure ABSL_GUARDED_BY(mutex);
+};
+
 class C10dCollective : public Collective {
  public:
   C10dCollective(ProcessGroupAddress address, c10::intrusive_ptr<c10d::TCPStore> store,
                  c10::intrusive_ptr<c10d::ProcessGroupGloo> group)
       : address_(std::move(address)), store_(std::move(store)), group_(std::move(group)) {
-    heartbeat_ = std::thread([this] { Heartbeat(); });
+    heartbeat_thread_ = std::thread(&C10dCollective::Heartbeat, address_, heartbeat_);
   }
 
   ~C10dCollective() override {
-    stop_.Notify();
-    heartbeat_.join();
+    heartbeat_->stop.Notify();
+    if (heartbeat_->done.WaitForNotificationWithTimeout(absl::FromChrono(8 * kHeartbeatPeriod))) {
+      heartbeat_thread_.join();
+    } else {
+      heartbeat_thread_.detach();
+    }
   }
 
   int rank() const override { return address_.rank; }
@@ -181,26 +201,39 @@ class C10dCollective : public Collective {
     }
   }
 
-  void Heartbeat() {
+  static void Heartbeat(ProcessGroupAddress address, std::shared_ptr<HeartbeatState> state) {
     try {
       c10d::TCPStoreOptions options;
-      options.port = static_cast<uint16_t>(address_.master_port);
+      options.port = static_cast<uint16_t>(address.master_port);
       options.waitWorkers = false;
       options.timeout = std::chrono::seconds(5);
-      c10d::TCPStore beat(address_.master_addr, options);
+      c10d::TCPStore beat(address.master_addr, options);
+      bool seen_failure = false;
       do {
-        beat.add(HeartbeatKey(rank()), 1);
-      } while (!stop_.WaitForNotificationWithTimeout(absl::FromChrono(kHeartbeatPeriod)));
+        beat.add(HeartbeatKey(address.rank), 1);
+        if (!seen_failure && beat.check({kFailureKey})) {
+          const std::vector<uint8_t> failure = beat.get(kFailureKey);
+          absl::MutexLock lock(&state->mutex);
+          state->failure.assign(failure.begin(), failure.end());
+          seen_failure = true;
+        }
+      } while (!state->stop.WaitForNotificationWithTimeout(absl::FromChrono(kHeartbeatPeriod)));
     } catch (const std::exception& e) {
       // The store is gone (rank 0 ended); the next collective reports it.
       VLOG(1) << "heartbeat stopped: " << e.what();
     }
+    state->done.Notify();
   }
 
-  // Which peers stopped answering, and where each was last seen.
-  std::string Diagnose() {
+  // Which peers stopped answering, and where each was last seen. Sets
+  // `store_answered` when the store did.
+  std::string Diagnose(bool& store_answered) {
+    store_answered = false;
     try {
       store_->setTimeout(std::chrono::seconds(2));
+      // LibTorch's TCPStore applies a timeout to its connection's reads in a get
+      // (a wait); add() alone would wait on a frozen rank 0 as long as the last get.
+      store_->get(StageKey(rank()));
       std::vector<int64_t> before(world_size());
       for (int r = 0; r < world_size(); ++r) before[r] = store_->add(HeartbeatKey(r), 0);
       std::this_thread::sleep_for(4 * kHeartbeatPeriod);
@@ -218,11 +251,18 @@ class C10dCollective : public Collective {
           lines.push_back(absl::StrCat("rank ", r, " is alive at ", where));
         }
       }
+      store_answered = true;
       if (lines.empty()) return "every other rank is alive at the same stage";
       return absl::StrJoin(lines, "; ");
     } catch (const std::exception& e) {
-      return absl::StrCat("rank 0, which holds the rendezvous store at ", address_.master_addr, ":",
-                          address_.master_port, ", is not answering (dead or stopped)");
+      const std::string store = absl::StrCat("rank 0, which holds the rendezvous store at ",
+                                             address_.master_addr, ":", address_.master_port);
+      absl::MutexLock lock(&heartbeat_->mutex);
+      // Rank 0 may have ended because another rank failed: that failure is the news.
+      if (!heartbeat_->failure.empty()) {
+        return absl::StrCat(store, ", has ended; the first failure reported: ", heartbeat_->failure);
+      }
+      return absl::StrCat(store, ", is not answering (dead or stopped)");
     }
   }
 
@@ -230,8 +270,24 @@ class C10dCollective : public Collective {
     std::string message = e.what();
     // c10::Error appends a C++ backtrace; its first line is the message.
     if (size_t end = message.find('\n'); end != std::string::npos) message.resize(end);
-    return absl::UnavailableError(absl::StrCat("rank ", rank(), " at ", stage_, ": ", what,
-                                               " failed (", message, "): ", Diagnose()));
+    bool store_answered = false;
+    const std::string diagnosis = Diagnose(store_answered);
+    std::string failure =
+        absl::StrCat("rank ", rank(), " at ", stage_, ": ", what, " failed (", message, "): ", diagnosis);
+    if (store_answered) Publish(failure);
+    return absl::UnavailableError(std::move(failure));
+  }
+
+  // Leaves the first failure in the store for the other ranks' heartbeats to read.
+  // Rank 0's exit takes the store along, so it waits a few heartbeats first.
+  void Publish(const std::string& failure) {
+    try {
+      if (!store_->check({kFailureKey})) store_->set(kFailureKey, Bytes(failure));
+    } catch (const std::exception& e) {
+      VLOG(1) << "could not publish the failure: " << e.what();
+      return;
+    }
+    if (rank() == 0) std::this_thread::sleep_for(4 * kHeartbeatPeriod);
   }
 
   const ProcessGroupAddress address_;
@@ -239,8 +295,8 @@ class C10dCollective : public Collective {
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
   std::string stage_ = "start-up";
   int64_t payload_bytes_ = 0;
-  absl::Notification stop_;
-  std::thread heartbeat_;
+  std::shared_ptr<HeartbeatState> heartbeat_ = std::make_shared<HeartbeatState>();
+  std::thread heartbeat_thread_;
 };
 
 }  // namespace

@@ -11,7 +11,9 @@
 // network interface, as in PyTorch.
 //
 // Each process also counts a heartbeat in the store, so that when a collective
-// fails the survivors can say which rank stopped answering and where it was.
+// fails the survivors can say which rank stopped answering and where it was; the
+// first rank to fail leaves its report there, for the ranks that fail only once
+// rank 0 has ended and taken the store along.
 
 #include <chrono>
 #include <memory>

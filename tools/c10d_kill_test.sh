@@ -1,18 +1,24 @@
 #!/bin/bash
 # A distributed run whose rank dies or stalls must end within its c10d timeout,
-# every surviving process failing with an error that names the rank and the
-# round, never hanging. Three processes started by hand with PyTorch's variables
-# (as a multi-host launch would); then one is killed (SIGKILL) mid-run, and in a
-# second run one is frozen (SIGSTOP). The killed run then resumes from its last
-# checkpoint with three new processes. Bazel runs this in the runfiles root.
+# every surviving process failing with an error line that names the rank and the
+# round it was in, never hanging. Three processes started by hand with PyTorch's
+# variables (as a multi-host launch would); one is killed (SIGKILL) mid-run: rank
+# 1, then rank 0, which holds the rendezvous store; then one is frozen (SIGSTOP):
+# rank 2, then rank 0. Each killed run resumes from its last checkpoint with three
+# new processes and must end bit for bit as an uninterrupted run of as many rounds
+# (merge GATHER, which is the in-process run exactly). Bazel runs this in the
+# runfiles root.
 set -uo pipefail
 
 runner="$PWD/tools/run_experiment"
 tmp="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
 fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+source "$PWD/tools/c10d_test_lib.sh"
 timeout_seconds=8
 
+# Kept momentum is client state that lives on its owning rank between rounds and
+# in the checkpoint, so the resumed runs check its way through a kill too.
 spec="$tmp/spec.textproto"
 cat > "$spec" <<SPEC
 name: "c10d_kill"
@@ -24,22 +30,29 @@ dataset {
 }
 partition { name: "iid" num_clients: 6 }
 model { name: "mlp" options { [type.googleapis.com/fedkit.models.MlpOptions] { hidden: [32] } } }
-client { steps: 20 batch_size: 16 optimizer { kind: SGD lr: 0.05 } }
+client {
+  steps: 20
+  batch_size: 16
+  optimizer { kind: SGD lr: 0.05 momentum: 0.9 }
+  keep_optimizer_state: true
+}
 server { rounds: 100000 clients_per_round: 6 }
 aggregator { name: "fedavg" }
 simulation { workers: 1 threads_per_worker: 1 backend: C10D c10d { timeout_seconds: $timeout_seconds } }
 output { checkpoint_every: 1 }
 SPEC
+gather='simulation { c10d { merge: GATHER } }'
 port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-# trial NAME VICTIM SIGNAL: starts 3 ranks, waits for 2 rounds, signals VICTIM.
+# trial NAME VICTIM SIGNAL SET: starts 3 ranks, waits for 2 rounds, signals
+# VICTIM somewhere inside a round, and checks what the others do.
 trial() {
-  local name="$1" victim="$2" signal="$3" master_port
+  local name="$1" victim="$2" signal="$3" set="$4" master_port
   master_port=$(port)
   local pids=()
   for rank in 0 1 2; do
     RANK=$rank WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=$master_port \
-      "$runner" --spec="$spec" --output_dir="$tmp/$name" > "$tmp/$name.$rank.log" 2>&1 &
+      "$runner" --spec="$spec" --output_dir="$tmp/$name" --set="$set" > "$tmp/$name.$rank.log" 2>&1 &
     pids+=($!)
   done
   local waited=0
@@ -48,9 +61,15 @@ trial() {
     waited=$((waited + 1))
     if [[ $waited -gt 600 ]]; then fail "$name: no 2 rounds in 120 s"; kill -9 "${pids[@]}"; return; fi
   done
-  sleep 0.$((RANDOM % 9 + 1))  # somewhere inside a round
+  sleep 0.$((RANDOM % 9 + 1))
   kill -"$signal" "${pids[$victim]}"
   local start=$SECONDS
+  # The survivor's own error line: "rank R at round N: ..." and, in that same
+  # line, the victim named (a rank 0 that ended after another rank's failure
+  # passes that report on, so the victim is still named).
+  local named="rank $victim is not answering"
+  [[ $victim -eq 0 ]] &&
+    named="rank 0, which holds the rendezvous store at 127\.0\.0\.1:$master_port, is not answering"
   for rank in 0 1 2; do
     [[ $rank -eq $victim ]] && continue
     # Each survivor must be gone within the timeout plus the time to diagnose.
@@ -64,38 +83,57 @@ trial() {
     wait "${pids[$rank]}"
     local code=$?
     [[ $code -ne 0 ]] || fail "$name: rank $rank exited with 0"
-    if ! grep -Eq "rank $victim is not answering|rank 0, which holds the rendezvous store" "$tmp/$name.$rank.log" ||
-       ! grep -Eq "round [0-9]+" "$tmp/$name.$rank.log"; then
-      fail "$name: rank $rank's error does not name rank $victim and the round:"
+    local line
+    line=$(grep -E "^  rank $rank at round [0-9]+: .*$named" "$tmp/$name.$rank.log" | head -1)
+    if [[ -z "$line" ]]; then
+      fail "$name: rank $rank has no error line naming its round and rank $victim:"
       tail -5 "$tmp/$name.$rank.log"
     else
       echo "ok $name: rank $rank exited ($code) after $((SECONDS - start)) s:"
-      grep -E "not answering|rendezvous store" "$tmp/$name.$rank.log" | head -1
+      echo "$line"
     fi
   done
+  kill -CONT "${pids[$victim]}" 2> /dev/null
   kill -9 "${pids[$victim]}" 2> /dev/null
   wait 2> /dev/null
 }
 
-trial killed 1 KILL
-trial frozen 2 STOP
+# resume NAME: the killed run continues from its last checkpoint to two rounds
+# past the rows it had written, and must equal an uninterrupted in-process run
+# of as many rounds: metrics.csv (bar wall time) and model.pt byte for byte.
+resume() {
+  local name="$1" target pids=()
+  target=$(($(tail -n +2 "$tmp/$name/metrics.csv" | wc -l) + 2))
+  local master_port
+  master_port=$(port)
+  for rank in 0 1 2; do
+    RANK=$rank WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=$master_port \
+      "$runner" --resume="$tmp/$name" --set="server { rounds: $target } $gather" \
+      > "$tmp/$name.resumed.$rank.log" 2>&1 &
+    pids+=($!)
+  done
+  for rank in 0 1 2; do
+    wait "${pids[$rank]}" || { fail "$name: resumed rank $rank failed"; tail -5 "$tmp/$name.resumed.$rank.log"; }
+  done
+  local reference="$tmp/uninterrupted.$target"
+  [[ -d "$reference" ]] ||
+    "$runner" --spec="$spec" --output_dir="$reference" \
+      --set="server { rounds: $target } simulation { backend: IN_PROCESS }" > "$reference.log" 2>&1 ||
+    { fail "$name: the uninterrupted run"; tail -5 "$reference.log"; return; }
+  has_rounds "$tmp/$name" "$target" "$name resumed" || return
+  local before=$failures
+  diff <(metrics "$reference") <(metrics "$tmp/$name") ||
+    fail "$name: metrics.csv differs from the uninterrupted run's"
+  cmp "$reference/model.pt" "$tmp/$name/model.pt" || fail "$name: model.pt differs"
+  [[ $failures -eq $before ]] && echo "ok $name: resumed to $target rounds, bit for bit the uninterrupted run"
+}
 
-# The killed run continues from its last checkpoint, two rounds further.
-done_rows=$(($(wc -l < "$tmp/killed/metrics.csv") - 1))
-target=$((done_rows + 2))
-master_port=$(port)
-pids=()
-for rank in 0 1 2; do
-  RANK=$rank WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=$master_port \
-    "$runner" --resume="$tmp/killed" --set="server { rounds: $target }" > "$tmp/resumed.$rank.log" 2>&1 &
-  pids+=($!)
-done
-for rank in 0 1 2; do
-  wait "${pids[$rank]}" || { fail "resumed rank $rank failed"; tail -5 "$tmp/resumed.$rank.log"; }
-done
-rows=$(($(wc -l < "$tmp/killed/metrics.csv") - 1))
-[[ $rows -eq $target ]] || fail "the resumed run has $rows rounds in metrics.csv, expected $target"
-echo "ok resumed after the kill: $rows rounds"
+trial killed1 1 KILL "$gather"
+trial killed0 0 KILL "$gather"
+trial frozen2 2 STOP ''      # merge AUTO: the partial sums' all-reduce times out
+trial frozen0 0 STOP ''
+resume killed1
+resume killed0
 
 [[ $failures -eq 0 ]] || { echo "$failures failure(s)"; exit 1; }
 echo PASS

@@ -1,11 +1,15 @@
 // How far apart two model files (model.pt) are: prints
 //   max_abs_diff D  max_abs A  tensors N
-// over every tensor both hold (as doubles), and fails when their names or shapes
-// differ. For tests that compare runs within a tolerance.
+// over every tensor both hold (as doubles), and fails (exit 1, nothing on stdout)
+// when their names or shapes differ, when a file holds no tensor, or when a weight
+// is not finite (NaN would otherwise vanish from the maximum); exit 2 when a file
+// cannot be read. For tests that compare runs within a tolerance.
 //
 //   model_diff A/model.pt B/model.pt
 
+#include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -25,8 +29,26 @@ std::map<std::string, at::Tensor> Read(const char* path) {
   }
   const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::map<std::string, at::Tensor> tensors;
-  for (const auto& item : torch::pickle_load(bytes).toGenericDict()) {
-    tensors[item.key().toStringRef()] = item.value().toTensor().to(at::kDouble);
+  try {
+    for (const auto& item : torch::pickle_load(bytes).toGenericDict()) {
+      tensors[item.key().toStringRef()] = item.value().toTensor().to(at::kDouble);
+    }
+  } catch (const std::exception& e) {
+    // c10::Error appends a backtrace; its first line is the message.
+    std::string message = e.what();
+    message.resize(std::min(message.size(), message.find('\n')));
+    std::fprintf(stderr, "cannot read %s as a model file: %s\n", path, message.c_str());
+    std::exit(2);
+  }
+  if (tensors.empty()) {
+    std::fprintf(stderr, "%s holds no tensor\n", path);
+    std::exit(1);
+  }
+  for (const auto& [name, tensor] : tensors) {
+    if (!tensor.isfinite().all().item<bool>()) {
+      std::fprintf(stderr, "\"%s\" in %s is not finite\n", name.c_str(), path);
+      std::exit(1);
+    }
   }
   return tensors;
 }

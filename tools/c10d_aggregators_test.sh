@@ -1,0 +1,129 @@
+#!/bin/bash
+# Every registered aggregator (run_experiment --list) over real Gloo with 2
+# processes against the in-process run of the same spec, 3 rounds each. Merge
+# AUTO first: its log says whether the partial sums were all-reduced or the
+# updates gathered (the aggregator has no partial sums).
+#  - all-reduced: every counter in metrics.csv equal and the weights within the
+#    tolerance of tools:c10d_test, which must be far below what one missing
+#    client changes for this aggregator; and merge GATHER bit for bit.
+#  - gathered: that run is the GATHER path, bit for bit.
+# Default options, but for the cases below. Bazel runs this in the runfiles root.
+set -uo pipefail
+
+launch="$PWD/tools/launch"
+runner="$PWD/tools/run_experiment"
+model_diff="$PWD/tools/model_diff"
+export FEDKIT_RUN_EXPERIMENT="$runner"
+tmp="${TEST_TMPDIR:-$(mktemp -d)}"
+failures=0
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+source "$PWD/tools/c10d_test_lib.sh"
+rounds=3
+tolerance=1e-5
+
+spec="$tmp/spec.textproto"
+cat > "$spec" <<SPEC
+name: "c10d_aggregators"
+seed: 5
+device: CPU
+dataset {
+  name: "fashion_mnist"
+  options { [type.googleapis.com/fedkit.data.FashionMnistOptions] { train_limit: 1200 test_limit: 300 } }
+}
+partition {
+  name: "dirichlet"
+  num_clients: 8
+  options { [type.googleapis.com/fedkit.data.DirichletOptions] { alpha: 0.5 } }
+}
+model { name: "mlp" options { [type.googleapis.com/fedkit.models.MlpOptions] { hidden: [32] } } }
+client {
+  steps: 5
+  batch_size: 16
+  optimizer { kind: SGD lr: 0.05 momentum: 0.9 }
+  keep_optimizer_state: true
+}
+server { rounds: $rounds clients_per_round: 6 proxy { split: TEST size: 60 } }
+simulation { workers: 1 threads_per_worker: 1 }
+output { checkpoint_every: 0 }
+SPEC
+
+run_in_process() {  # NAME SET
+  "$runner" --spec="$spec" --output_dir="$tmp/$1" --set="$2" > "$tmp/$1.log" 2>&1 ||
+    { fail "$1: in-process run"; tail -20 "$tmp/$1.log"; return 1; }
+}
+run_launched() {  # NAME SET
+  "$launch" --processes=2 -- --spec="$spec" --output_dir="$tmp/$1" --set="$2" > "$tmp/$1.log" 2>&1 ||
+    { fail "$1: launched run"; tail -30 "$tmp/$1.log"; return 1; }
+}
+bit_for_bit() {  # REFERENCE NAME
+  has_rounds "$tmp/$2" "$rounds" "$2" || return 1
+  diff <(metrics "$tmp/$1") <(metrics "$tmp/$2") > /dev/null || fail "$2: metrics.csv differs from in-process"
+  cmp "$tmp/$1/model.pt" "$tmp/$2/model.pt" || fail "$2: model.pt differs from in-process"
+}
+
+# Options other than the defaults. Server-FT's default fine-tuning (20 epochs of
+# momentum SGD on the 60-example proxy) amplifies the sums' last-bit differences
+# to 8e-5 in 3 rounds (1 epoch: 3e-8): the tolerance would measure the
+# fine-tuning, not the merge.
+declare -A options=(
+  [server_ft]='options { [type.googleapis.com/fedkit.aggregators.ServerFtOptions] { sgd { epochs: 1 } } }'
+)
+# Configurations whose partial sums the defaults leave out (norm clipping sums
+# only with a fixed bound): case name, then the aggregator.
+extra_cases=(
+  'norm_clip.max_norm' 'aggregator { name: "norm_clip" options { [type.googleapis.com/fedkit.aggregators.NormClipOptions] { max_norm: 0.3 } } }'
+)
+
+aggregators=$("$runner" --list | awk '/^aggregator:/ {on = 1; next} /^[^ ]/ {on = 0} on {print $1}')
+[[ -n "$aggregators" ]] || { echo "FAIL run_experiment --list names no aggregator"; exit 1; }
+cases=()
+for aggregator in $aggregators; do
+  cases+=("$aggregator" "aggregator { name: \"$aggregator\" ${options[$aggregator]:-} }")
+done
+cases+=("${extra_cases[@]}")
+
+summed=()
+gathered=()
+# One client's update missing (a NaN update, rejected): what the tolerance must
+# be far below.
+missing='client { faults { kind: NAN_UPDATE fraction: 0.125 } }'
+for ((i = 0; i < ${#cases[@]}; i += 2)); do
+  case="${cases[i]}" set_aggregator="${cases[i + 1]}"
+  before=$failures
+  run_in_process "$case" "$set_aggregator" || continue
+  has_rounds "$tmp/$case" "$rounds" "$case in process" || continue
+  run_launched "$case.auto" "$set_aggregator" || continue
+  if grep -q "c10d: every update gathered to rank 0" "$tmp/$case.auto.log"; then
+    gathered+=("$case")
+    bit_for_bit "$case" "$case.auto"
+    [[ $failures -eq $before ]] && echo "ok $case: no partial sums; gathered, bit for bit"
+    continue
+  fi
+  if ! grep -q "c10d: the aggregator's partial sums all-reduced" "$tmp/$case.auto.log"; then
+    fail "$case.auto: the log says neither how the updates met"
+    continue
+  fi
+  summed+=("$case")
+  has_rounds "$tmp/$case.auto" "$rounds" "$case.auto" &&
+    { diff <(counters "$tmp/$case") <(counters "$tmp/$case.auto") ||
+        fail "$case.auto: metrics.csv counters differ from in-process"; }
+  if weight_diff "$tmp/$case/model.pt" "$tmp/$case.auto/model.pt" "$case.auto"; then
+    at_most "$weight_diff" "$tolerance" ||
+      fail "$case.auto: weights differ by $weight_diff from in-process (tolerance $tolerance)"
+    auto_diff="$weight_diff"
+  fi
+  run_in_process "$case.missing" "$set_aggregator $missing" &&
+    weight_diff "$tmp/$case/model.pt" "$tmp/$case.missing/model.pt" "$case.missing" &&
+    { awk -v d="$weight_diff" -v t="$tolerance" 'BEGIN { exit !(d > 100 * t) }' ||
+        fail "$case: one missing client changes the weights by $weight_diff only: the tolerance $tolerance cannot catch it"; }
+  run_launched "$case.gather" "$set_aggregator simulation { c10d { merge: GATHER } }" &&
+    bit_for_bit "$case" "$case.gather"
+  [[ $failures -eq $before ]] &&
+    echo "ok $case: partial sums within $auto_diff of in-process (one missing client: $weight_diff); gathered, bit for bit"
+done
+echo "partial sums all-reduced: ${summed[*]:-none}"
+echo "updates gathered: ${gathered[*]:-none}"
+[[ ${#summed[@]} -gt 0 ]] || fail "no aggregator all-reduced partial sums"
+
+[[ $failures -eq 0 ]] || { echo "$failures failure(s)"; exit 1; }
+echo PASS
