@@ -48,7 +48,7 @@ def fl_plugin_library(name, alwayslink = True, tags = [], **kwargs):
         fail("fl_plugin_library %s: alwayslink must stay True, or its registrations vanish" % name)
     native.cc_library(name = name, alwayslink = True, tags = tags + ["fl_plugin"], **kwargs)
 
-def fl_fuzz_target(name, srcs, deps, corpus, runs):
+def fl_fuzz_target(name, srcs, deps, corpus, runs, sanitize_by_default = True):
     """A fuzz target: srcs define LLVMFuzzerTestOneInput.
 
     Makes `name`, the fuzzer: libFuzzer, coverage-guided and under AddressSanitizer
@@ -65,6 +65,9 @@ def fl_fuzz_target(name, srcs, deps, corpus, runs):
       corpus: files (or a filegroup) of seed and regression inputs.
       runs: executions per test run; pick them so the test takes seconds under
         the sanitizers.
+      sanitize_by_default: whether tools/sanitize.sh runs it without --all (tag
+        "sanitize"). Say False for a target that links every plugin: building
+        all of them again under clang would more than double that build.
     """
     native.cc_library(
         name = name + "_entry",
@@ -92,5 +95,5 @@ def fl_fuzz_target(name, srcs, deps, corpus, runs):
         data = [":" + name] + corpus,
         args = ["$(location :%s)" % name, "-runs=%d" % runs] +
                ["$(locations %s)" % c for c in corpus],
-        tags = ["fuzz"],
+        tags = ["fuzz"] + (["sanitize"] if sanitize_by_default else []),
     )

@@ -1,12 +1,16 @@
 #!/bin/bash
-# The sanitizer half of the test suite (tools/test.sh runs it after the main half):
-# the unit tests of fl/ and data/, and every fuzz target (tag "fuzz") as real
-# libFuzzer for its bounded number of executions, built with clang-15 under
-# AddressSanitizer and UndefinedBehaviorSanitizer (--config=asan in .bazelrc).
+# The sanitizer half of the test suite (tools/test.sh runs it after the main half),
+# built with clang-15 under AddressSanitizer and UndefinedBehaviorSanitizer
+# (--config=asan in .bazelrc), each fuzz target as real libFuzzer for its bounded
+# number of executions. By default, the tests tagged "sanitize": every reader of
+# outside bytes (datasets, checkpoints, model files, wire records, specs' text) with
+# its unit tests and fuzz target, about 40 files to compile. With --all, also every
+# other test of fl/ and data/ and the fuzz targets that link every plugin (spec and
+# sweep validation), about 210 files.
 # It builds in a Bazel output base of its own, so that switching compilers does
 # not throw away the gcc build's cache.
 #
-#   tools/sanitize.sh [more bazel test flags]
+#   tools/sanitize.sh [--all] [more bazel test flags]
 # Ends with the same "Executed ..." summary as bazel test.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -16,8 +20,12 @@ sbazel() { bazel --output_base="$base" "$@"; }
 # The top-level folders by name, not //...: that would also walk the gcc build's
 # bazel-* links, which this output base does not know as its own.
 everything="//fl/... + //models/... + //data/... + //aggregators/... + //experiments/... + //tools/..."
-targets=$(sbazel query --noshow_progress \
-  "tests(//fl/... + //data/...) + attr(tags, '\bfuzz\b', tests($everything))" 2> /dev/null) || {
+selection="attr(tags, '\bsanitize\b', tests($everything))"
+if [[ "${1:-}" == "--all" ]]; then
+  shift
+  selection="tests(//fl/... + //data/...) + attr(tags, '\bfuzz\b', tests($everything))"
+fi
+targets=$(sbazel query --noshow_progress "$selection" 2> /dev/null) || {
   echo "sanitize: cannot list the test targets" >&2
   exit 1
 }

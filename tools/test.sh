@@ -1,7 +1,7 @@
 #!/bin/bash
 # The README's test command: set-up (a no-op when done), every test target with
-# gcc, then the sanitizer half (tools/sanitize.sh: fl/ and data/ tests and every
-# fuzz target under ASan and UBSan with clang). Flags go to both bazel commands.
+# gcc, then the sanitizer half (tools/sanitize.sh: the readers of outside bytes,
+# their tests and fuzz targets, under ASan and UBSan with clang). Flags go to both bazel commands.
 # Ends with a line "N passed, M failed" counting test targets of both halves.
 set -uo pipefail
 cd "$(dirname "$0")/.."
