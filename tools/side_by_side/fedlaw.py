@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""The official FedLAW code on the CPU, on its own inputs or on fedkit's, with a per-round trace.
+
+Drives the functions of ZexiLee/ICML-2023-FedLAW (a checkout you fetched; nothing of
+it is in this repository) round by round as its main_fedlaw.py does, with the same
+arguments, and records what fedkit's metrics.csv records for FedLAW: test accuracy,
+gamma, the lambdas (their entropy and largest value) and the clients' mean training
+loss. Fashion-MNIST and its MLP, the setting of the paper's Table 3.
+
+  # The official run on its own split, exporting that split, proxy set and initial
+  # model in fedkit's formats (docs/identical-inputs.md):
+  tools/side_by_side/fedlaw.py --official=$HOME/ICML-2023-FedLAW --seed=10 \
+      --alpha=0.1 --out=/tmp/official_seed10 --export
+  # The official code on a fedkit run's inputs (its output.write_inputs files):
+  tools/side_by_side/fedlaw.py --official=... --seed=10 --out=/tmp/official_on_fedkit \
+      --inputs=results/fedlaw_fmnist
+  # Both traces side by side:
+  tools/side_by_side/fedlaw.py --compare /tmp/official_seed10/trace.csv results/x/metrics.csv
+
+Output: <out>/trace.csv (round, test_accuracy, gamma, lambda_entropy, lambda_max,
+train_loss, lr) and, with --export, <out>/partition.json, proxy.json and
+initial_model.pt. Needs Debian's python3-torch and python3-torchvision
+(tools/side_by_side/setup.sh).
+"""
+
+import argparse
+import csv
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import official_cpu  # pylint: disable=wrong-import-position
+
+
+def parse_flags():
+  p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  p.add_argument('--official', help='checkout of ZexiLee/ICML-2023-FedLAW')
+  p.add_argument('--out', help='folder for trace.csv and exported inputs')
+  p.add_argument('--seed', type=int, default=10, help="the code's --random_seed")
+  p.add_argument('--alpha', type=float, default=0.1, help="the code's --dirichlet_alpha")
+  p.add_argument('--rounds', type=int, default=200, help="the code's --T")
+  p.add_argument('--epochs', type=int, default=3, help="the code's --E (Table 3: 3)")
+  p.add_argument('--clients', type=int, default=20, help="the code's --node_num")
+  p.add_argument('--client_valid_ratio', type=float, default=0.3,
+                 help="share of each client's examples held out and never trained on (the code's 0.3)")
+  p.add_argument('--inputs', help='folder with a fedkit run\'s partition.json, initial_model.pt and '
+                 'proxy.json (output.write_inputs); each replaces what the code would draw')
+  p.add_argument('--export', action='store_true',
+                 help="write the code's own split (what each client trains on), proxy set and "
+                 'initial model in fedkit\'s formats')
+  p.add_argument('--fmnist_dir', default='/usr/share/datasets/fashion-mnist',
+                 help='Fashion-MNIST IDX files, gzipped or not')
+  p.add_argument('--cache', default='/tmp/fedkit-side-by-side', help='scratch folder')
+  p.add_argument('--compare', nargs=2, metavar=('TRACE_CSV', 'FEDKIT_METRICS_CSV'),
+                 help='print an official trace beside a fedkit metrics.csv and exit')
+  flags = p.parse_args()
+  if not flags.compare and not (flags.official and flags.out):
+    p.error('--official and --out are required (or --compare)')
+  return flags
+
+
+def official_args(flags):
+  """The code's own argument parser, given the command line main_fedlaw.py would get."""
+  from args import args_parser
+  saved, sys.argv = sys.argv, [
+      'main_fedlaw.py', '--dataset', 'fmnist', '--local_model', 'MLP',
+      '--node_num', str(flags.clients), '--T', str(flags.rounds), '--E', str(flags.epochs),
+      '--dirichlet_alpha', str(flags.alpha), '--random_seed', str(flags.seed),
+      '--client_valid_ratio', str(flags.client_valid_ratio)]
+  try:
+    args = args_parser()
+  finally:
+    sys.argv = saved
+  args.server_method = 'fedlaw'
+  return args
+
+
+def use_local_fashion_mnist(root):
+  """The code reads Fashion-MNIST from a fixed folder through PIL; serve it from ours, as tensors.
+
+  The images are converted once, exactly as its ToTensor() converts each one
+  (uint8 / 255 as float32, shape [1, 28, 28]); per-item PIL conversion would take
+  three quarters of every round on a CPU.
+  """
+  import torch
+  import torchvision
+  real = torchvision.datasets.FashionMNIST
+
+  class PreconvertedFashionMnist(torch.utils.data.Dataset):
+    def __init__(self, train, **unused):
+      del unused
+      source = real(root, train=train, download=False)
+      self.targets = source.targets
+      self.images = source.data.unsqueeze(1).float().div(255)
+
+    def __len__(self):
+      return len(self.targets)
+
+    def __getitem__(self, index):
+      return self.images[index], int(self.targets[index])
+
+  torchvision.datasets.FashionMNIST = lambda *_, **kwargs: PreconvertedFashionMnist(**{
+      k: v for k, v in kwargs.items() if k != 'root'})
+
+
+def parameter_names():
+  """fedkit's names of the MLP's parameters, in the order of the code's flat vector.
+
+  The code's MLP names its linear layers layers.0, layers.1, layers.2; fedkit's `mlp`
+  keeps a ReLU after each hidden layer in the same list, so they are layers.0, 2, 4.
+  """
+  from models_dict import cnn
+  names = []
+  for name, _ in cnn.MLP().named_parameters():
+    prefix, index, kind = name.split('.')
+    names.append(f'{prefix}.{2 * int(index)}.{kind}')
+  return names
+
+
+def flatten(tensors):
+  import torch
+  return torch.cat([t.reshape(-1) for t in tensors])
+
+
+def unflatten(flat, model):
+  return [(n, t.view(s)) for n, t, s in zip(
+      parameter_names(), flat.split(model._weights_numels), model._weights_shapes)]
+
+
+def replace_proxy_set(central_node, data, proxy_indices, args):
+  """The server's proxy set becomes `proxy_indices` of the test set; it evaluates on the rest."""
+  from torch.utils.data import DataLoader
+  from datasets import DatasetSplit
+  chosen = set(proxy_indices)
+  rest = [i for i in range(len(data.test_set)) if i not in chosen]
+  central_node.validate_set = DataLoader(DatasetSplit(data.test_set, proxy_indices),
+                                         batch_size=args.validate_batchsize, shuffle=True)
+  central_node.local_data = DataLoader(DatasetSplit(data.test_set, rest),
+                                       batch_size=args.batchsize, shuffle=True)
+
+
+def lambda_summary(weights):
+  entropy = -sum(w * math.log(w) for w in weights if w > 0)
+  return entropy, max(weights)
+
+
+def run(flags):
+  official_cpu.import_official(flags.official)
+  official_cpu.patch_cuda_to_cpu()
+  use_local_fashion_mnist(official_cpu.fashion_mnist_root(flags.fmnist_dir, flags.cache))
+  from datasets import Data
+  from nodes import Node
+  from utils import setup_seed, validate, lr_scheduler
+  from client_funct import Client_update
+  from server_funct import (receive_client_models, fedlaw_optimization,
+                            fedlaw_generate_global_model)
+
+  args = official_args(flags)
+  # One thread: float sums in one order, so a run repeats bit for bit on one machine.
+  import torch
+  torch.set_num_threads(1)
+  setup_seed(args.random_seed)
+  data = Data(args)
+  if flags.inputs:
+    data.train_loader = official_cpu.read_partition(
+        os.path.join(flags.inputs, 'partition.json'), len(data.train_set), args.node_num)
+  # As main_fedlaw.py: size weights from each client's whole share, held-out part included.
+  sample_size = [len(data.train_loader[i]) for i in range(args.node_num)]
+  size_weights = [s / sum(sample_size) for s in sample_size]
+
+  central_node = Node(-1, data.test_loader[0], data.test_set, args)
+  if flags.inputs:
+    proxy_path = os.path.join(flags.inputs, 'proxy.json')
+    if os.path.exists(proxy_path):
+      replace_proxy_set(central_node, data, official_cpu.read_indices(proxy_path), args)
+    initial = official_cpu.read_model_file(os.path.join(flags.inputs, 'initial_model.pt'),
+                                           parameter_names())
+    central_node.model.load_param(flatten(initial))
+  clients = {i: Node(i, data.train_loader[i], data.train_set, args) for i in range(args.node_num)}
+
+  os.makedirs(flags.out, exist_ok=True)
+  if flags.export:
+    export_inputs(flags.out, clients, central_node, len(data.train_set))
+
+  with open(os.path.join(flags.out, 'trace.csv'), 'w', newline='') as f:
+    trace = csv.writer(f)
+    trace.writerow(['round', 'test_accuracy', 'gamma', 'lambda_entropy', 'lambda_max',
+                    'train_loss', 'lr'])
+    for t in range(args.T):
+      lr_scheduler(t, clients, args)
+      clients, train_loss = Client_update(args, clients, central_node)
+      select = list(range(len(clients)))
+      agg_weights, params = receive_client_models(args, clients, select, size_weights)
+      gamma, weights = fedlaw_optimization(args, agg_weights, params, central_node)
+      central_node = fedlaw_generate_global_model(gamma, weights, params, central_node)
+      accuracy = validate(args, central_node, which_dataset='local')
+      entropy, largest = lambda_summary([float(w) for w in weights])
+      trace.writerow([t + 1, f'{accuracy / 100:.6f}', f'{float(gamma):.6f}', f'{entropy:.6f}',
+                      f'{largest:.6f}', f'{train_loss:.6g}', f'{args.lr:.6g}'])
+      f.flush()
+      print(f'round {t + 1}: accuracy {accuracy:.2f} gamma {float(gamma):.4f} '
+            f'train loss {train_loss:.4g}', flush=True)
+
+
+def export_inputs(out, clients, central_node, num_examples):
+  """What each client trains on, the proxy set and the initial global model, as fedkit reads them."""
+  official_cpu.write_partition(os.path.join(out, 'partition.json'),
+                               [c.local_data.dataset.idxs for c in clients.values()], num_examples)
+  official_cpu.write_indices(os.path.join(out, 'proxy.json'), central_node.validate_set.dataset.idxs)
+  model = central_node.model
+  official_cpu.write_model_file(os.path.join(out, 'initial_model.pt'),
+                                unflatten(model.get_param(clone=True), model))
+
+
+def read_rows(path):
+  with open(path, newline='') as f:
+    return {int(r['round']): r for r in csv.DictReader(f)}
+
+
+def compare(trace_path, metrics_path):
+  """Per round: accuracy and gamma of both runs, and the last-10 mean of each."""
+  official, fedkit = read_rows(trace_path), read_rows(metrics_path)
+  print(f'{"round":>5} {"acc official":>12} {"acc fedkit":>10} {"gamma official":>14} {"gamma fedkit":>12}')
+  for t in sorted(official):
+    mine = fedkit.get(t, {})
+    print(f'{t:5d} {float(official[t]["test_accuracy"]) * 100:12.2f} '
+          f'{float(mine.get("test_accuracy", "nan")) * 100:10.2f} '
+          f'{float(official[t]["gamma"]):14.4f} {float(mine.get("gamma", "nan")):12.4f}')
+  for name, rows in (('official', official), ('fedkit', fedkit)):
+    last = [float(rows[t]['test_accuracy']) for t in sorted(rows)[-10:] if rows[t].get('test_accuracy')]
+    if last:
+      print(f'{name}: mean test accuracy of the last 10 rounds {100 * sum(last) / len(last):.2f}')
+
+
+def main():
+  flags = parse_flags()
+  if flags.compare:
+    compare(*flags.compare)
+  else:
+    run(flags)
+
+
+if __name__ == '__main__':
+  main()

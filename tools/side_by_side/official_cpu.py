@@ -1,0 +1,117 @@
+"""Running an official repository's code on the CPU, and the files fedkit shares with it.
+
+The official FL repositories this folder compares against hard-code CUDA
+(`.cuda()`, `torch.cuda.set_device`, `device='cuda'` tensors). `patch_cuda_to_cpu`
+redirects those calls at run time, so their code runs unchanged on a CPU-only
+machine. The file helpers read and write the formats of docs/identical-inputs.md:
+partition and proxy JSON files, and model.pt files (a torch.save'd dict from
+parameter name to tensor).
+"""
+
+import gzip
+import json
+import os
+import shutil
+import sys
+
+import torch
+
+
+def patch_cuda_to_cpu():
+  """Makes CUDA calls no-ops and CUDA tensors CPU tensors, for code that assumes a GPU."""
+  torch.Tensor.cuda = lambda self, *args, **kwargs: self
+  torch.nn.Module.cuda = lambda self, *args, **kwargs: self
+  torch.cuda.set_device = lambda *args, **kwargs: None
+  torch.cuda.manual_seed = lambda *args, **kwargs: None
+  torch.cuda.manual_seed_all = lambda *args, **kwargs: None
+
+  def on_cpu(factory):
+    def make(*args, **kwargs):
+      if str(kwargs.get('device', '')).startswith('cuda'):
+        kwargs['device'] = 'cpu'
+      return factory(*args, **kwargs)
+    return make
+
+  for name in ('tensor', 'zeros', 'ones', 'empty', 'randn', 'rand', 'arange', 'full'):
+    setattr(torch, name, on_cpu(getattr(torch, name)))
+
+
+def import_official(checkout):
+  """Puts an official checkout first on the module path; fails clearly if it is not there."""
+  if not os.path.isdir(checkout):
+    sys.exit(f'--official: {checkout} is not a directory (fetch the official repository first)')
+  sys.path.insert(0, os.path.abspath(checkout))
+
+
+def fashion_mnist_root(idx_dir, cache_dir):
+  """A torchvision FashionMNIST root holding the IDX files of `idx_dir` (gzip or not).
+
+  torchvision reads FashionMNIST/raw/<name> uncompressed; Debian's dataset package
+  ships the same files gzipped.
+  """
+  raw = os.path.join(cache_dir, 'FashionMNIST', 'raw')
+  os.makedirs(raw, exist_ok=True)
+  for name in ('train-images-idx3-ubyte', 'train-labels-idx1-ubyte',
+               't10k-images-idx3-ubyte', 't10k-labels-idx1-ubyte'):
+    target = os.path.join(raw, name)
+    if os.path.exists(target):
+      continue
+    plain, packed = os.path.join(idx_dir, name), os.path.join(idx_dir, name + '.gz')
+    if os.path.exists(plain):
+      shutil.copyfile(plain, target)
+    elif os.path.exists(packed):
+      with gzip.open(packed, 'rb') as src, open(target + '.part', 'wb') as dst:
+        shutil.copyfileobj(src, dst)
+      os.replace(target + '.part', target)
+    else:
+      sys.exit(f'--fmnist_dir: neither {plain} nor {packed} exists')
+  return cache_dir
+
+
+def read_partition(path, num_examples, num_clients):
+  """Client -> example indices from a partition file, checked as fedkit checks it."""
+  with open(path) as f:
+    content = json.load(f)
+  if content.get('num_examples') != num_examples:
+    sys.exit(f'{path}: num_examples is {content.get("num_examples")}, the training set has {num_examples}')
+  clients = [list(map(int, c.get('indices', []))) for c in content.get('clients', [])]
+  if len(clients) != num_clients:
+    sys.exit(f'{path}: {len(clients)} clients, the run has {num_clients}')
+  seen = set()
+  for k, indices in enumerate(clients):
+    if not indices:
+      sys.exit(f'{path}: client {k} has no examples')
+    for i in indices:
+      if not 0 <= i < num_examples or i in seen:
+        sys.exit(f'{path}: client {k}: index {i} is out of range or owned twice')
+      seen.add(i)
+  return clients
+
+
+def write_partition(path, clients, num_examples):
+  with open(path, 'w') as f:
+    json.dump({'num_examples': num_examples,
+               'clients': [{'indices': [int(i) for i in c]} for c in clients]}, f)
+
+
+def read_indices(path):
+  with open(path) as f:
+    return [int(i) for i in json.load(f)['indices']]
+
+
+def write_indices(path, indices):
+  with open(path, 'w') as f:
+    json.dump({'indices': [int(i) for i in indices]}, f)
+
+
+def read_model_file(path, names):
+  """The tensors of a fedkit model.pt in the order of `names`; fails on missing or extra names."""
+  state = torch.load(path, map_location='cpu')
+  missing, extra = set(names) - set(state), set(state) - set(names)
+  if missing or extra:
+    sys.exit(f'{path}: missing {sorted(missing)}, unexpected {sorted(extra)}')
+  return [state[n] for n in names]
+
+
+def write_model_file(path, named_tensors):
+  torch.save({n: t.detach().clone().contiguous() for n, t in named_tensors}, path)
