@@ -40,13 +40,17 @@ absl::StatusOr<std::pair<Examples, Examples>> TakeLongTailed(const Examples& fro
                                                                      uint64_t seed);
 
 // Takes a run's server-held proxy set (server.proxy in the spec) out of `data`:
-// proxy.size examples of the split proxy.split names, class-balanced
-// (TakeClassBalanced), or long-tailed when proxy.imbalance < 1 (TakeLongTailed);
-// the rest stays in that split. Taken from TRAIN, the same rows leave
-// data.train_owners (when defined), so it stays aligned with data.train. Returns
-// the proxy set; with proxy.size 0, empty Examples and `data` unchanged.
+// from the split proxy.split names, the examples proxy.indices_path lists, in the
+// file's order, or else proxy.size examples drawn class-balanced
+// (TakeClassBalanced), or long-tailed when proxy.imbalance < 1 (TakeLongTailed),
+// in the split's order; the rest stays in that split, in its order. Taken from
+// TRAIN, the same rows leave data.train_owners (when defined), so it stays aligned
+// with data.train. Returns the proxy set and, in `indices` when not null, its rows
+// in the split as it was (what proxy.json holds); with neither size nor file,
+// empty Examples and `data` unchanged. Errors about the file name it and the field.
 absl::StatusOr<Examples> TakeProxy(const fedkit::ProxySpec& proxy, int64_t num_classes,
-                                       uint64_t seed, DatasetSplits& data);
+                                   uint64_t seed, DatasetSplits& data,
+                                   std::vector<int64_t>* indices = nullptr);
 
 }  // namespace fl
 

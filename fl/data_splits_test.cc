@@ -1,7 +1,13 @@
 #include "fl/data_splits.h"
 
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
 #include <ATen/ATen.h>
 
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace fl {
@@ -150,6 +156,80 @@ TEST(TakeProxyTest, TooLargeIsAnErrorAndChangesNothing) {
   EXPECT_EQ(proxy.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(data.train.size(), 30);
   EXPECT_EQ(data.train_owners.numel(), 30);
+}
+
+TEST(TakeProxyTest, ReportsTheDrawnRowsInTheProxySetsOrder) {
+  DatasetSplits data = TrainAndTest();
+  std::vector<int64_t> indices;
+  auto proxy = TakeProxy(Proxy(fedkit::ProxySpec::TEST, 6), 3, 5, data, &indices);
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  ASSERT_EQ(indices.size(), 6u);
+  // x of the test split is row + 100.
+  EXPECT_TRUE(proxy->x.flatten().equal(at::tensor(indices, at::kLong).to(at::kFloat) + 100));
+}
+
+// A proxy file in the test's temporary folder.
+fedkit::ProxySpec ProxyFile(fedkit::ProxySpec::Split split, const std::string& name,
+                            const std::string& json) {
+  const std::string path = absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name);
+  std::ofstream(path) << json;
+  fedkit::ProxySpec proxy;
+  proxy.set_split(split);
+  proxy.set_indices_path(path);
+  return proxy;
+}
+
+TEST(TakeProxyTest, AFileGivesExactlyItsRowsInItsOrder) {
+  DatasetSplits data = TrainAndTest();
+  std::vector<int64_t> indices;
+  auto proxy = TakeProxy(ProxyFile(fedkit::ProxySpec::TRAIN, "rows.json",
+                                   R"({"indices": [17, 2, 9, 4]})"),
+                         3, 1, data, &indices);
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  EXPECT_THAT(indices, ::testing::ElementsAre(17, 2, 9, 4));
+  EXPECT_TRUE(proxy->x.flatten().equal(at::tensor({17.f, 2.f, 9.f, 4.f})));
+  EXPECT_TRUE(proxy->y.equal(at::tensor({2, 2, 0, 1}, at::kLong)));
+  // The rest keeps its order, and the owner ids lose the same rows.
+  ASSERT_EQ(data.train.size(), 26);
+  EXPECT_EQ(data.train.x[0].item<float>(), 0);
+  EXPECT_EQ(data.train.x[2].item<float>(), 3);
+  EXPECT_EQ(data.train.x[3].item<float>(), 5);
+  EXPECT_TRUE(data.train_owners.equal(data.train.x.flatten().to(at::kLong).mul(7)));
+  EXPECT_EQ(data.test.size(), 30);
+}
+
+// The message of the failure of proxy file `json` on the TEST split (30 rows),
+// the file's path replaced by "F"; `data` must be left as it was.
+std::string FileError(const std::string& json) {
+  DatasetSplits data = TrainAndTest();
+  const fedkit::ProxySpec spec = ProxyFile(fedkit::ProxySpec::TEST, "bad.json", json);
+  auto proxy = TakeProxy(spec, 3, 1, data);
+  EXPECT_FALSE(proxy.ok());
+  EXPECT_EQ(data.test.size(), 30);
+  std::string message(proxy.status().message());
+  const std::string& path = spec.indices_path();
+  for (size_t at; (at = message.find(path)) != std::string::npos;) {
+    message.replace(at, path.size(), "F");
+  }
+  return message;
+}
+
+TEST(TakeProxyTest, EveryFaultOfAFileNamesTheFieldAndTheFile) {
+  EXPECT_EQ(FileError(R"({"indices": [3, 30]})"),
+            "server.proxy.indices_path: F: index 30 is outside [0, 30), the TEST split's size");
+  EXPECT_EQ(FileError(R"({"indices": [-1]})"),
+            "server.proxy.indices_path: F: index -1 is outside [0, 30), the TEST split's size");
+  EXPECT_EQ(FileError(R"({"indices": [4, 8, 4]})"),
+            "server.proxy.indices_path: F: index 4 appears twice");
+  EXPECT_EQ(FileError(R"({"indices": []})"), "server.proxy.indices_path: F: no indices");
+  EXPECT_THAT(FileError(R"({"indexes": [1]})"),
+              ::testing::StartsWith("server.proxy.indices_path: F: not a proxy file: "));
+  DatasetSplits data = TrainAndTest();
+  fedkit::ProxySpec missing;
+  missing.set_indices_path("/nonexistent/proxy.json");
+  EXPECT_EQ(TakeProxy(missing, 3, 1, data).status().message(),
+            "server.proxy.indices_path: cannot read proxy file /nonexistent/proxy.json: "
+            "No such file or directory");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 
 #include <ATen/ATen.h>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "fl/atomic_file.h"
 #include "fl/c10d_collective.h"
 #include "fl/checkpoint.h"
 #include "fl/client_hook.h"
@@ -21,6 +23,7 @@
 #include "fl/errors.h"
 #include "fl/evaluator.h"
 #include "fl/fault_model.h"
+#include "fl/index_files.h"
 #include "fl/local_client.h"
 #include "fl/local_trainer.h"
 #include "fl/model.h"
@@ -43,6 +46,10 @@ namespace {
 
 constexpr int kDefaultEvalBatchSize = 1000;
 constexpr int kDefaultC10dTimeoutSeconds = 300;
+
+bool HasProxy(const fedkit::ProxySpec& proxy) {
+  return proxy.size() > 0 || !proxy.indices_path().empty();
+}
 
 // Creates plugin `name` at spec path `path`, recording problems in `errors`.
 template <typename Interface>
@@ -73,6 +80,27 @@ std::unique_ptr<Interface> CreatePlugin(const std::string& path, const std::stri
     return nullptr;
   }
   return *std::move(plugin);
+}
+
+// The fields that name files of identical inputs (docs/identical-inputs.md)
+// exclude those that would draw the same input otherwise.
+void ValidateInputFiles(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
+  const fedkit::ProxySpec& proxy = spec.server().proxy();
+  if (!proxy.indices_path().empty()) {
+    if (proxy.size() != 0) {
+      errors.Add("server.proxy.indices_path",
+                 "excludes server.proxy.size: the file fixes the proxy set");
+    }
+    if (proxy.has_imbalance()) {
+      errors.Add("server.proxy.indices_path",
+                 "excludes server.proxy.imbalance: the file fixes the proxy set");
+    }
+  }
+  if (!spec.initial_model_path().empty() && spec.server().independent_init()) {
+    errors.Add("initial_model_path",
+               "excludes server.independent_init, under which every client starts from its "
+               "own initialisation");
+  }
 }
 
 void ValidateCore(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
@@ -186,6 +214,7 @@ void ValidateCore(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
     errors.Add("server.proxy.imbalance",
                absl::StrCat("must be in (0, 1], got ", server.proxy().imbalance()));
   }
+  ValidateInputFiles(spec, errors);
 }
 
 std::optional<std::string> Environment(const char* name) {
@@ -230,6 +259,19 @@ absl::StatusOr<std::unique_ptr<Model>> NewModel(const fedkit::ExperimentSpec& sp
   return model;
 }
 
+// Reads initial_model_path against `model`'s layout, for RunExperiment.
+void ReadInitialModel(const fedkit::ExperimentSpec& spec, const Model& model,
+                      Experiment& experiment, ErrorList& errors) {
+  if (spec.initial_model_path().empty()) return;
+  absl::StatusOr<ModelState> state =
+      ReadModelFile(ResolveUserPath(spec.initial_model_path()), ModelState::FromModule(model));
+  if (state.ok()) {
+    experiment.initial_model = *std::move(state);
+  } else {
+    errors.AddStatus("initial_model_path: ", state.status());
+  }
+}
+
 absl::Status CheckLabels(const Examples& examples, int64_t num_classes, const char* split) {
   if (examples.size() == 0) return absl::OkStatus();
   const int64_t lo = examples.y.min().item<int64_t>();
@@ -239,6 +281,68 @@ absl::Status CheckLabels(const Examples& examples, int64_t num_classes, const ch
                                                    hi, "], expected [0, ", num_classes, ")"));
   }
   return absl::OkStatus();
+}
+
+// The clients' shares of the training set, as the spec's partitioner splits it
+// (seeded), none empty.
+absl::StatusOr<std::vector<std::vector<int64_t>>> PartitionTrainingSet(
+    const Experiment& experiment, const DatasetSplits& data) {
+  const fedkit::ExperimentSpec& spec = experiment.spec;
+  std::vector<int64_t> labels(data.train.y.data_ptr<int64_t>(),
+                              data.train.y.data_ptr<int64_t>() + data.train.size());
+  std::vector<int64_t> owners;
+  if (data.train_owners.defined()) {
+    const at::Tensor o = data.train_owners.to(at::kCPU, at::kLong).contiguous();
+    CHECK_EQ(o.numel(), data.train.size()) << "train_owners not aligned with train";
+    owners.assign(o.data_ptr<int64_t>(), o.data_ptr<int64_t>() + o.numel());
+  }
+  std::mt19937_64 partition_rng(DeriveSeed(spec.seed(), SeedStream::kPartition));
+  absl::StatusOr<std::vector<std::vector<int64_t>>> shares = experiment.partitioner->Partition(
+      {labels, experiment.data_info.num_classes, owners}, spec.partition().num_clients(),
+      partition_rng);
+  if (!shares.ok()) {
+    return absl::Status(shares.status().code(),
+                        absl::StrCat("partition (", spec.partition().name(), "): ",
+                                     shares.status().message()));
+  }
+  for (size_t k = 0; k < shares->size(); ++k) {
+    if ((*shares)[k].empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("partition (", spec.partition().name(), "): client ", k,
+                       " got no examples; use fewer clients or a different partition"));
+    }
+  }
+  return shares;
+}
+
+// The global model before the first round: initial_model_path's when the spec
+// names one, else `global_model` as the seed initialised it.
+absl::StatusOr<ModelState> InitialGlobalModel(const Experiment& experiment, Model& global_model) {
+  if (experiment.initial_model.has_value()) {
+    FL_RETURN_IF_ERROR(experiment.initial_model->LoadInto(global_model));
+  }
+  return ModelState::FromModule(global_model);
+}
+
+// output.write_inputs: partition.json, proxy.json (with a proxy set) and
+// initial_model.pt, the files that start another run from this one's inputs.
+absl::Status WriteRunInputs(const std::string& output_dir, int64_t train_examples,
+                            const std::vector<std::vector<int64_t>>& shares,
+                            const std::vector<int64_t>& proxy_indices,
+                            const ModelState& initial) {
+  std::error_code error;
+  std::filesystem::create_directories(output_dir, error);
+  if (error) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot create output directory ", output_dir, ": ", error.message()));
+  }
+  FL_RETURN_IF_ERROR(WriteFileAtomically(output_dir + "/partition.json",
+                                         PartitionFileJson(train_examples, shares)));
+  if (!proxy_indices.empty()) {
+    FL_RETURN_IF_ERROR(
+        WriteFileAtomically(output_dir + "/proxy.json", ProxyFileJson(proxy_indices)));
+  }
+  return WriteModelFile(output_dir + "/initial_model.pt", initial);
 }
 
 }  // namespace
@@ -268,7 +372,10 @@ absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec) {
     std::unique_ptr<Model> model = CreatePlugin<Model>(
         "model", spec.model().name(), spec.model().options(),
         {experiment.data_info.input_shape, experiment.data_info.num_classes}, errors);
-    if (model != nullptr) DescribeModel(*model, thread_request);
+    if (model != nullptr) {
+      DescribeModel(*model, thread_request);
+      ReadInitialModel(spec, *model, experiment, errors);
+    }
   } else if (!spec.model().name().empty()) {
     // Without the data's shape the model cannot be built; still check name and type.
     auto options = Registry<Model>::Global().UnpackOptions(spec.model().name(),
@@ -284,11 +391,11 @@ absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec) {
     for (const std::string& hook : properties.client_hooks) {
       if (!absl::c_linear_search(planned_hooks, hook)) planned_hooks.push_back(hook);
     }
-    if (properties.uses_proxy && spec.server().proxy().size() <= 0) {
+    if (properties.uses_proxy && !HasProxy(spec.server().proxy())) {
       errors.Add("server.proxy.size",
                  absl::StrCat("aggregator \"", name,
                               "\" trains on a server-held proxy set: set server.proxy { size: N }"
-                              " with N > 0"));
+                              " with N > 0 (or indices_path)"));
     }
   };
   if (experiment.aggregator != nullptr) check_needs(*experiment.aggregator, spec.aggregator().name());
@@ -388,36 +495,15 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   FL_RETURN_IF_ERROR(CheckLabels(data.test, info.num_classes, "test"));
 
   Examples proxy;
-  if (spec.server().proxy().size() > 0) {
+  std::vector<int64_t> proxy_indices;
+  if (HasProxy(spec.server().proxy())) {
     FL_ASSIGN_OR_RETURN(proxy, TakeProxy(spec.server().proxy(), info.num_classes,
-                                               DeriveSeed(spec.seed(), SeedStream::kProxySplit),
-                                               data));
+                                         DeriveSeed(spec.seed(), SeedStream::kProxySplit), data,
+                                         &proxy_indices));
     proxy = {proxy.x.to(device), proxy.y.to(device)};
   }
-
-  std::vector<int64_t> labels(data.train.y.data_ptr<int64_t>(),
-                              data.train.y.data_ptr<int64_t>() + data.train.size());
-  std::vector<int64_t> owners;
-  if (data.train_owners.defined()) {
-    const at::Tensor o = data.train_owners.to(at::kCPU, at::kLong).contiguous();
-    CHECK_EQ(o.numel(), data.train.size()) << "train_owners not aligned with train";
-    owners.assign(o.data_ptr<int64_t>(), o.data_ptr<int64_t>() + o.numel());
-  }
-  std::mt19937_64 partition_rng(DeriveSeed(spec.seed(), SeedStream::kPartition));
-  absl::StatusOr<std::vector<std::vector<int64_t>>> shares = experiment.partitioner->Partition(
-      {labels, info.num_classes, owners}, spec.partition().num_clients(), partition_rng);
-  if (!shares.ok()) {
-    return absl::Status(shares.status().code(),
-                        absl::StrCat("partition (", spec.partition().name(), "): ",
-                                     shares.status().message()));
-  }
-  for (size_t k = 0; k < shares->size(); ++k) {
-    if ((*shares)[k].empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("partition (", spec.partition().name(), "): client ", k,
-                       " got no examples; use fewer clients or a different partition"));
-    }
-  }
+  FL_ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> shares,
+                      PartitionTrainingSet(experiment, data));
 
   const Examples train{data.train.x.to(device), data.train.y.to(device)};
   const Examples test{data.test.x.to(device), data.test.y.to(device)};
@@ -425,10 +511,14 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
 
   torch::manual_seed(DeriveSeed(spec.seed(), SeedStream::kInitialModel));
   FL_ASSIGN_OR_RETURN(std::unique_ptr<Model> global_model, NewModel(spec, info, device));
-  ModelState initial = ModelState::FromModule(*global_model);
+  FL_ASSIGN_OR_RETURN(ModelState initial, InitialGlobalModel(experiment, *global_model));
+  if (spec.output().write_inputs() && rank_zero && resume == nullptr) {
+    FL_RETURN_IF_ERROR(
+        WriteRunInputs(output_dir, train.size(), shares, proxy_indices, initial));
+  }
   LOG(INFO) << "model " << spec.model().name() << ": " << initial.NumParameters()
             << " parameters, " << initial.NumElements() - initial.NumParameters()
-            << " buffer elements; " << shares->size() << " clients on " << device;
+            << " buffer elements; " << shares.size() << " clients on " << device;
 
   const int workers = threads.workers;
   std::vector<std::unique_ptr<Model>> replicas;
@@ -446,7 +536,7 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
                           info.num_classes);
   if (spec.client().faults_size() > 0) trainer.set_fault_model(&faults);
   std::vector<int64_t> client_sizes;
-  for (const std::vector<int64_t>& share : *shares) client_sizes.push_back(share.size());
+  for (const std::vector<int64_t>& share : shares) client_sizes.push_back(share.size());
   const std::vector<int> client_ranks =
       group != nullptr ? AssignClientsToRanks(client_sizes, group->world_size()) : std::vector<int>();
   // Drops the states of clients another rank owns.
@@ -458,9 +548,9 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   };
   std::vector<std::unique_ptr<Client>> clients;
   int64_t federation_examples = 0;
-  for (size_t k = 0; k < shares->size(); ++k) {
-    federation_examples += static_cast<int64_t>((*shares)[k].size());
-    auto client = std::make_unique<LocalClient>(k, std::move((*shares)[k]), &train, &trainer,
+  for (size_t k = 0; k < shares.size(); ++k) {
+    federation_examples += static_cast<int64_t>(shares[k].size());
+    auto client = std::make_unique<LocalClient>(k, std::move(shares[k]), &train, &trainer,
                                                 &pool, spec.seed());
     if (spec.server().independent_init()) {
       client->set_initial_weights([&spec, &info, device, k]() -> absl::StatusOr<ModelState> {

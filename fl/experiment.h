@@ -13,6 +13,7 @@
 // and runs the server, writing results to the output folder (see metrics_sink.h).
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,8 @@ struct Experiment {
   std::vector<OneShotComparison> comparisons;
   // How the run spends the cores: chosen here, applied by RunExperiment.
   ThreadBudget threads;
+  // The model of spec.initial_model_path (on the CPU), read and checked here.
+  std::optional<ModelState> initial_model;
 };
 
 absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec);
@@ -58,8 +61,10 @@ struct Checkpoint;
 
 // Also fails, with the files named, when the dataset is not on disk. With
 // `resume` (read from a checkpoint of this spec: see CheckResumable), continues
-// that run after its last completed round. Writes model.pt (and best_model.pt with
-// output.save_best_model) at the end. A run stopped by SIGINT or SIGTERM, after
+// that run after its last completed round, from the checkpoint's model whatever
+// initial_model_path says. With output.write_inputs, writes the run's inputs
+// (docs/identical-inputs.md) before the first round (not on resume). Writes
+// model.pt (and best_model.pt with output.save_best_model) at the end. A run stopped by SIGINT or SIGTERM, after
 // fl::InstallStopHandlers, fails with kCancelled once its checkpoint is written.
 absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
                                                const std::string& output_dir,

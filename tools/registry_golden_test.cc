@@ -21,7 +21,7 @@ TEST(RegistryGoldenTest, Datasets) {
 
 TEST(RegistryGoldenTest, Partitioners) {
   EXPECT_THAT(fl::Registry<fl::Partitioner>::Global().Names(),
-              ElementsAre("dirichlet", "dirichlet_equal", "iid", "natural", "shards", "unbalanced"));
+              ElementsAre("dirichlet", "dirichlet_equal", "file", "iid", "natural", "shards", "unbalanced"));
 }
 
 TEST(RegistryGoldenTest, Models) {
