@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """The official FedLAW code on the CPU, on its own inputs or on fedkit's, with a per-round trace.
 
 Drives the functions of ZexiLee/ICML-2023-FedLAW (a checkout you fetched; nothing of

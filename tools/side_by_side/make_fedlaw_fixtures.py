@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Fixtures for aggregators/fedlaw:fedlaw_official_test: the official server step on saved client models.
 
 Runs the official FedLAW server optimisation (ZexiLee/ICML-2023-FedLAW,
