@@ -26,7 +26,10 @@
 // I - P_i, the V-step with I - P_i / 2) and solves alpha per layer and iteration
 // from a small QP (Eq. 6; `weights: QP`, with the code's formulation of it: the
 // code ships the QP but fixes alpha = 1/N); the code's recursion for P and its
-// step are what reproduce the published numbers.
+// step are what reproduce the published numbers. Norm divides each row by its norm
+// plus 1e-12: the code divides by the norm alone, which turns a zero row into NaN.
+// maecho_official_test checks the code's form (alpha = 1/N, either output, with and
+// without Norm) against the code's own output on the same client models.
 //
 // Memory: every client model and its factors are kept until Finalize,
 // O(N (P + sum_l d_l r_l)); a factor with more than d/2 columns is expanded to the

@@ -33,7 +33,6 @@ import sys
 import tempfile
 import types
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -194,7 +193,8 @@ def run_fedexp(official, out):
                     '--num_rounds', '3', '--alpha', '0.3']
         sys.settrace(global_trace)
         try:
-            runpy.run_path(main, run_name='fedexp_main')  # keeps this script as __main__ for pickling
+            # Another run_name than __main__ keeps this script's classes picklable.
+            runpy.run_path(main, run_name='fedexp_main')
         finally:
             sys.settrace(None)
             sys.argv = argv
