@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Fixtures that put fedkit's FedExP and MA-Echo server steps side by side with the
-official code's, on identical client models (issue 34).
+official code's, on identical client models.
 
 The official repositories are run from a checkout (never copied into fedkit):
 their modules are imported from --official, and only what cannot run here is
