@@ -104,16 +104,18 @@ def use_local_fashion_mnist(root):
       k: v for k, v in kwargs.items() if k != 'root'})
 
 
-def parameter_names():
+def parameter_names(model):
   """fedkit's names of the MLP's parameters, in the order of the code's flat vector.
 
   The code's MLP names its linear layers layers.0, layers.1, layers.2; fedkit's `mlp`
   keeps a ReLU after each hidden layer in the same list, so they are layers.0, 2, 4.
+  Read from the model, not from a new one: building a model would draw from the
+  random stream the run's batches come from.
   """
-  from models_dict import cnn
+  paths = {id(m): path for path, m in model.named_modules()}
   names = []
-  for name, _ in cnn.MLP().named_parameters():
-    prefix, index, kind = name.split('.')
+  for module, kind in model._weights_module_names:
+    prefix, index = paths[id(module)].split('.')
     names.append(f'{prefix}.{2 * int(index)}.{kind}')
   return names
 
@@ -125,7 +127,7 @@ def flatten(tensors):
 
 def unflatten(flat, model):
   return [(n, t.view(s)) for n, t, s in zip(
-      parameter_names(), flat.split(model._weights_numels), model._weights_shapes)]
+      parameter_names(model), flat.split(model._weights_numels), model._weights_shapes)]
 
 
 def replace_proxy_set(central_node, data, proxy_indices, args):
@@ -175,7 +177,7 @@ def run(flags):
     if os.path.exists(proxy_path):
       replace_proxy_set(central_node, data, official_cpu.read_indices(proxy_path), args)
     initial = official_cpu.read_model_file(os.path.join(flags.inputs, 'initial_model.pt'),
-                                           parameter_names())
+                                           parameter_names(central_node.model))
     central_node.model.load_param(flatten(initial))
   clients = {i: Node(i, data.train_loader[i], data.train_set, args) for i in range(args.node_num)}
 
@@ -219,18 +221,24 @@ def read_rows(path):
 
 
 def compare(trace_path, metrics_path):
-  """Per round: accuracy and gamma of both runs, and the last-10 mean of each."""
+  """Per round: accuracy, gamma and the lambdas' entropy of both runs; then each run's last-10 mean."""
   official, fedkit = read_rows(trace_path), read_rows(metrics_path)
-  print(f'{"round":>5} {"acc official":>12} {"acc fedkit":>10} {"gamma official":>14} {"gamma fedkit":>12}')
+  columns = (('test_accuracy', 'acc', 100), ('gamma', 'gamma', 1), ('lambda_entropy', 'H(lambda)', 1),
+             ('lambda_max', 'max lambda', 1))
+  print('round ' + ' '.join(f'{label + " " + side:>20}' for _, label, _ in columns
+                            for side in ('official', 'fedkit')))
   for t in sorted(official):
     mine = fedkit.get(t, {})
-    print(f'{t:5d} {float(official[t]["test_accuracy"]) * 100:12.2f} '
-          f'{float(mine.get("test_accuracy", "nan")) * 100:10.2f} '
-          f'{float(official[t]["gamma"]):14.4f} {float(mine.get("gamma", "nan")):12.4f}')
+    cells = []
+    for key, _, scale in columns:
+      for row in (official[t], mine):
+        cells.append(f'{float(row.get(key) or "nan") * scale:20.4f}')
+    print(f'{t:5d} ' + ' '.join(cells))
   for name, rows in (('official', official), ('fedkit', fedkit)):
     last = [float(rows[t]['test_accuracy']) for t in sorted(rows)[-10:] if rows[t].get('test_accuracy')]
     if last:
-      print(f'{name}: mean test accuracy of the last 10 rounds {100 * sum(last) / len(last):.2f}')
+      print(f'{name}: mean test accuracy of the last 10 rounds {100 * sum(last) / len(last):.2f} '
+            f'(rounds {sorted(rows)[-10]}-{sorted(rows)[-1]})')
 
 
 def main():
