@@ -1,5 +1,5 @@
 // fedkit's fedexp aggregator against the official FedExP code (Divyansh03/FedExP,
-// main.py) on the same client updates (issue 34). The fixture holds four rounds of
+// main.py) on the same client updates. The fixture holds four rounds of
 // the official main.py, run unchanged on a tiny problem: each round's global
 // model, the three sampled clients' updates (from the code's own local training)
 // and sizes, and what its server step made of them: eta_g and the quantities it is
@@ -14,17 +14,14 @@
 //     --official=/path/to/FedExP --out=aggregators/fedexp/testdata
 
 #include <cmath>
-#include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
 
 #include <ATen/ATen.h>
-#include <torch/serialize.h>
 
 #include "absl/strings/str_cat.h"
+#include "aggregators/common/official_fixture.h"
 #include "aggregators/fedexp/fedexp_options.pb.h"
 #include "fl/aggregator.h"
 #include "fl/client_hook.h"
@@ -37,29 +34,7 @@ namespace {
 using Options = fedkit::aggregators::FedExpOptions;
 
 std::string Testdata(const std::string& name) {
-  return absl::StrCat(std::getenv("TEST_SRCDIR"), "/fedkit/aggregators/fedexp/testdata/", name);
-}
-
-std::map<std::string, at::Tensor> ReadTensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in) << path;
-  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
-                                std::istreambuf_iterator<char>());
-  std::map<std::string, at::Tensor> tensors;
-  for (const auto& item : torch::pickle_load(bytes).toGenericDict()) {
-    tensors[item.key().toStringRef()] = item.value().toTensor();
-  }
-  return tensors;
-}
-
-std::map<std::string, double> ReadScalars(const std::string& path) {
-  std::ifstream in(path);
-  EXPECT_TRUE(in) << path;
-  std::map<std::string, double> scalars;
-  std::string name;
-  double value;
-  while (in >> name >> value) scalars[name] = value;
-  return scalars;
+  return FixturePath("aggregators/fedexp/testdata/" + name);
 }
 
 // fedkit's "mlp" with hidden: [3] on 4 inputs and 3 classes, in its parameter order.
@@ -67,13 +42,7 @@ const std::vector<std::string> kNames = {"layers.0.weight", "layers.0.bias", "la
                                          "layers.2.bias"};
 
 fl::ModelState State(const std::map<std::string, at::Tensor>& tensors, const std::string& prefix) {
-  std::vector<fl::ModelState::Entry> entries;
-  for (const std::string& name : kNames) {
-    const auto it = tensors.find(prefix + name);
-    EXPECT_NE(it, tensors.end()) << prefix + name;
-    entries.push_back({name, it->second.clone(), false});
-  }
-  return fl::ModelState(std::move(entries));
+  return FixtureState(tensors, prefix, kNames);
 }
 
 // Both sides compute w + eta_g * sum_i p_i Delta_i / sum_i p_i in float32, in
@@ -109,8 +78,8 @@ at::Tensor Flat(const fl::ModelState& state) {
 }
 
 TEST(FedExpOfficialTest, ServerStepsMatchTheOfficialCode) {
-  const auto tensors = ReadTensors(Testdata("official_fedexp.pt"));
-  const auto scalars = ReadScalars(Testdata("official_fedexp.txt"));
+  const auto tensors = ReadTensorFixture(Testdata("official_fedexp.pt"));
+  const auto scalars = ReadScalarFixture(Testdata("official_fedexp.txt"));
 
   // The official run's settings (main.py, EMNIST branch): eps_0 = 0.1 multiplied by
   // 0.998^2 before every round, eps_eff = M eps_t, data-size weights, the mean of

@@ -7,9 +7,6 @@
 // full-batch step on both sides and no shuffling order enters. Regenerate with
 //   python3 tools/side_by_side/make_fedlaw_fixtures.py --official=<checkout>
 //       --out=aggregators/fedlaw/testdata
-#include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
@@ -19,9 +16,9 @@
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
-#include <torch/serialize.h>
 
 #include "absl/strings/str_cat.h"
+#include "aggregators/common/official_fixture.h"
 #include "aggregators/fedlaw/fedlaw_options.pb.h"
 #include "fl/aggregator.h"
 #include "fl/model.h"
@@ -34,17 +31,7 @@ namespace {
 using ::fedkit::aggregators::FedLawOptions;
 
 std::map<std::string, at::Tensor> ReadFixture() {
-  const std::string path = absl::StrCat(std::getenv("TEST_SRCDIR"),
-                                        "/fedkit/aggregators/fedlaw/testdata/official_step.pt");
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in) << path;
-  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
-                                std::istreambuf_iterator<char>());
-  std::map<std::string, at::Tensor> tensors;
-  for (const auto& item : torch::pickle_load(bytes).toGenericDict()) {
-    tensors[item.key().toStringRef()] = item.value().toTensor();
-  }
-  return tensors;
+  return ReadTensorFixture(FixturePath("aggregators/fedlaw/testdata/official_step.pt"));
 }
 
 // fedkit's `mlp` layout (a ReLU between the linear layers in one list), 6-5-3.
@@ -67,13 +54,7 @@ const std::vector<std::string> kNames = {"layers.0.weight", "layers.0.bias", "la
 constexpr int kClients = 4;
 
 fl::ModelState State(const std::map<std::string, at::Tensor>& tensors, const std::string& prefix) {
-  std::vector<fl::ModelState::Entry> entries;
-  for (const std::string& name : kNames) {
-    const auto it = tensors.find(prefix + name);
-    EXPECT_NE(it, tensors.end()) << prefix + name;
-    entries.push_back({name, it->second.clone(), false});
-  }
-  return fl::ModelState(std::move(entries));
+  return FixtureState(tensors, prefix, kNames);
 }
 
 at::Tensor Flat(const fl::ModelState& state) {

@@ -1,6 +1,6 @@
 // fedkit's maecho aggregator (and the projector recursion of its client hook)
 // against the official MA-Echo code (FudanVI/MAEcho, utils.py) on the same client
-// models (issue 34). The fixture comes from the code itself, run unchanged on a
+// models. The fixture comes from the code itself, run unchanged on a
 // tiny problem: three clients of a bias-free 6-5-4-3-10 MLP (fedkit's "mlp" with
 // hidden: [5, 4, 3], bias: false), each trained by the code's trainmodel.Appr on
 // its own classes (client 2 has one example of class 9, which the code, like
@@ -14,18 +14,15 @@
 //   python3 tools/side_by_side/make_server_step_fixtures.py --method=maecho
 //     --official=/path/to/MAEcho --out=aggregators/maecho/testdata
 
-#include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
 
 #include <ATen/ATen.h>
-#include <torch/serialize.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "aggregators/common/official_fixture.h"
 #include "aggregators/maecho/maecho_options.pb.h"
 #include "aggregators/maecho/projection.h"
 #include "fl/aggregator.h"
@@ -38,29 +35,7 @@ namespace {
 using fedkit::aggregators::MaEchoOptions;
 
 std::string Testdata(const std::string& name) {
-  return absl::StrCat(std::getenv("TEST_SRCDIR"), "/fedkit/aggregators/maecho/testdata/", name);
-}
-
-std::map<std::string, at::Tensor> ReadTensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in) << path;
-  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
-                                std::istreambuf_iterator<char>());
-  std::map<std::string, at::Tensor> tensors;
-  for (const auto& item : torch::pickle_load(bytes).toGenericDict()) {
-    tensors[item.key().toStringRef()] = item.value().toTensor();
-  }
-  return tensors;
-}
-
-std::map<std::string, double> ReadScalars(const std::string& path) {
-  std::ifstream in(path);
-  EXPECT_TRUE(in) << path;
-  std::map<std::string, double> scalars;
-  std::string name;
-  double value;
-  while (in >> name >> value) scalars[name] = value;
-  return scalars;
+  return FixturePath("aggregators/maecho/testdata/" + name);
 }
 
 const std::vector<std::string> kNames = {"layers.0.weight", "layers.2.weight", "layers.4.weight",
@@ -71,8 +46,8 @@ const std::vector<std::string> kProjected = {"layers.0.weight", "layers.2.weight
 class MaEchoOfficialTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    tensors_ = ReadTensors(Testdata("official_maecho.pt"));
-    scalars_ = ReadScalars(Testdata("official_maecho.txt"));
+    tensors_ = ReadTensorFixture(Testdata("official_maecho.pt"));
+    scalars_ = ReadScalarFixture(Testdata("official_maecho.txt"));
     clients_ = static_cast<int>(scalars_.at("clients"));
   }
 
@@ -83,11 +58,7 @@ class MaEchoOfficialTest : public ::testing::Test {
   }
 
   fl::ModelState State(const std::string& prefix) const {
-    std::vector<fl::ModelState::Entry> entries;
-    for (const std::string& name : kNames) {
-      entries.push_back({name, Tensor(prefix + name).clone(), false});
-    }
-    return fl::ModelState(std::move(entries));
+    return FixtureState(tensors_, prefix, kNames);
   }
 
   // What client i's hooks would send, with the official matrices: the model as a
