@@ -36,35 +36,8 @@ import types
 import torch
 from torch import nn
 
-
-def _cpu(device):
-    if isinstance(device, str) and device.startswith('cuda'):
-        return 'cpu'
-    if isinstance(device, torch.device) and device.type == 'cuda':
-        return torch.device('cpu')
-    return device
-
-
-def patch_cuda_to_cpu():
-    """The official scripts hard-code CUDA; every .to('cuda') and .cuda() stays on the CPU."""
-    tensor_to, module_to = torch.Tensor.to, nn.Module.to
-
-    def to_tensor(self, *args, **kwargs):
-        args = tuple(_cpu(a) for a in args)
-        if 'device' in kwargs:
-            kwargs['device'] = _cpu(kwargs['device'])
-        return tensor_to(self, *args, **kwargs)
-
-    def to_module(self, *args, **kwargs):
-        args = tuple(_cpu(a) for a in args)
-        if 'device' in kwargs:
-            kwargs['device'] = _cpu(kwargs['device'])
-        return module_to(self, *args, **kwargs)
-
-    torch.Tensor.to = to_tensor
-    nn.Module.to = to_module
-    torch.Tensor.cuda = lambda self, *args, **kwargs: self
-    nn.Module.cuda = lambda self, *args, **kwargs: self
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import official_cpu  # pylint: disable=wrong-import-position
 
 
 def line_of(path, text):
@@ -123,7 +96,7 @@ def run_fedexp(official, out):
     50, weight decay 1e-4, clipping at 10. 3 of 5 clients per round.
     """
     sys.path.insert(0, official)
-    patch_cuda_to_cpu()
+    official_cpu.patch_cuda_to_cpu()
     import util_data
     import util_general
     import util_models
@@ -267,7 +240,7 @@ def run_maecho(official, out):
     at every pass of its iteration loop. Two runs: the code's MNIST setting (step
     1.6, no row normalisation) and its CIFAR one (step 0.05, --norm on)."""
     sys.path.insert(0, official)
-    patch_cuda_to_cpu()
+    official_cpu.patch_cuda_to_cpu()
     try:
         import tqdm  # noqa: F401
     except ImportError:

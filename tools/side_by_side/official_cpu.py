@@ -17,21 +17,34 @@ import sys
 import torch
 
 
+def _cpu(device):
+  """`device` with CUDA replaced by the CPU; anything else unchanged."""
+  if isinstance(device, str) and device.startswith('cuda'):
+    return 'cpu'
+  if isinstance(device, torch.device) and device.type == 'cuda':
+    return torch.device('cpu')
+  return device
+
+
 def patch_cuda_to_cpu():
-  """Makes CUDA calls no-ops and CUDA tensors CPU tensors, for code that assumes a GPU."""
+  """Makes CUDA calls no-ops and CUDA tensors CPU tensors, for code that assumes a GPU:
+  .cuda(), .to('cuda') on tensors and modules, device='cuda' in tensor factories,
+  and torch.cuda's device and seed calls."""
+  def on_cpu(function):
+    def call(*args, **kwargs):
+      args = tuple(_cpu(a) for a in args)
+      if 'device' in kwargs:
+        kwargs['device'] = _cpu(kwargs['device'])
+      return function(*args, **kwargs)
+    return call
+
+  torch.Tensor.to = on_cpu(torch.Tensor.to)
+  torch.nn.Module.to = on_cpu(torch.nn.Module.to)
   torch.Tensor.cuda = lambda self, *args, **kwargs: self
   torch.nn.Module.cuda = lambda self, *args, **kwargs: self
   torch.cuda.set_device = lambda *args, **kwargs: None
   torch.cuda.manual_seed = lambda *args, **kwargs: None
   torch.cuda.manual_seed_all = lambda *args, **kwargs: None
-
-  def on_cpu(factory):
-    def make(*args, **kwargs):
-      if str(kwargs.get('device', '')).startswith('cuda'):
-        kwargs['device'] = 'cpu'
-      return factory(*args, **kwargs)
-    return make
-
   for name in ('tensor', 'zeros', 'ones', 'empty', 'randn', 'rand', 'arange', 'full'):
     setattr(torch, name, on_cpu(getattr(torch, name)))
 
