@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -34,21 +37,53 @@ struct Display {
 };
 
 // Percent with 2 decimals for accuracies, rounds with 1 (means over seeds), else
-// times the metric's scale with the decimals that give `reference` (the mean the
-// numbers go with) 4 significant digits, so that its sd and range share them.
-Display DisplayOf(const Metric& metric, double reference) {
+// times the metric's scale with the decimals that give `shown` (the number the
+// others go with, as the table shows it) 4 significant digits, so that a mean's
+// sd and range share them.
+Display DisplayAround(const Metric& metric, double shown) {
   if (IsRoundsTo(metric)) return {1.0, 1};
   if (IsPercent(metric)) return {100.0, 2};
   Display display{metric.has_scale() ? metric.scale() : 1.0, 0};
-  const double shown = std::fabs(display.scale * reference);
+  shown = std::fabs(shown);
   if (shown > 0 && std::isfinite(shown)) {
     display.decimals = std::clamp(3 - static_cast<int>(std::floor(std::log10(shown))), 0, 9);
   }
   return display;
 }
 
+// How the numbers that go with `mean` (in the column's own units) are shown.
+Display DisplayOf(const Metric& metric, double mean) {
+  return DisplayAround(metric, (metric.has_scale() ? metric.scale() : 1.0) * mean);
+}
+
 std::string Format(const Display& display, double value, bool sign = false) {
   return absl::StrFormat(sign ? "%+.*f" : "%.*f", display.decimals, display.scale * value);
+}
+
+// The value `variant`'s references give for `metric` (named by its label), if any.
+std::optional<double> ReferenceOf(const SweepSpec::Variant& variant, const Metric& metric) {
+  for (const SweepSpec::Variant::Reference& reference : variant.references()) {
+    if (reference.metric() == metric.label()) return reference.value();
+  }
+  return std::nullopt;
+}
+
+// Per metric, whether a variant has a reference for it: those get a column.
+std::vector<bool> ReferenceColumns(const SweepSpec& spec) {
+  std::vector<bool> columns;
+  for (const Metric& metric : spec.metrics()) {
+    bool any = false;
+    for (const auto& variant : spec.variants()) any |= ReferenceOf(variant, metric).has_value();
+    columns.push_back(any);
+  }
+  return columns;
+}
+
+// A reference is already in the table's units: only its decimals to choose, those
+// the metric's own numbers of its size get.
+std::string ReferenceCell(const Metric& metric, std::optional<double> value) {
+  if (!value.has_value()) return "";
+  return absl::StrFormat("%.*f", DisplayAround(metric, *value).decimals, *value);
 }
 
 // The variant `variant`'s paired differences are to.
@@ -153,11 +188,11 @@ std::set<uint64_t> FinishedSeeds(const std::map<uint64_t, const RunRecord*>& run
   return seeds;
 }
 
-// A variant's row of the results table: each metric over its seeds, wall time,
-// peak memory.
+// A variant's row of the results table: each metric over its seeds (and its
+// reference where the metric has a reference column), wall time, peak memory.
 std::string ResultRow(const SweepSpec& spec, const SweepSpec::Variant& variant,
                       const std::map<uint64_t, const RunRecord*>& by_seed, bool is_baseline,
-                      size_t seeds) {
+                      size_t seeds, const std::vector<bool>& reference_columns) {
   std::string label = Cell(variant.label());
   std::vector<double> walls;
   std::optional<double> peak;
@@ -173,6 +208,9 @@ std::string ResultRow(const SweepSpec& spec, const SweepSpec::Variant& variant,
   std::vector<std::string> cells = {label};
   for (int m = 0; m < spec.metrics_size(); ++m) {
     cells.push_back(ResultCell(spec.metrics(m), m, by_seed, seeds));
+    if (reference_columns[m]) {
+      cells.push_back(ReferenceCell(spec.metrics(m), ReferenceOf(variant, spec.metrics(m))));
+    }
   }
   cells.push_back(walls.empty() ? "n/a" : FormatSeconds(Summarize(walls).mean));
   cells.push_back(peak.has_value() ? absl::StrFormat("%.0f MB", *peak) : "n/a");
@@ -365,18 +403,29 @@ std::string TableMarkdown(const SweepSpec& spec, const TableContext& context,
     own_baselines |= BaselineOf(spec, variant) != spec.baseline();
   }
 
+  const std::vector<bool> reference_columns = ReferenceColumns(spec);
+  const bool references = std::count(reference_columns.begin(), reference_columns.end(), true) > 0;
   absl::StrAppend(&md, "## Results\n\n",
                   "Mean ± sample standard deviation over the seeds; (n=k): only k of the ", seeds,
                   " seeds finished.", accuracy ? " Accuracies in %." : "",
                   rounds_to ? " Rounds to a target: mean over the seeds that reached it." : "",
+                  references ? absl::StrCat(" ", Cell(spec.reference_label()),
+                                            " (…): the sweep file's numbers, not these runs'.")
+                             : "",
                   " Wall time: mean per run; peak RSS: the largest.\n\n");
   std::vector<std::string> header = {"variant"};
-  for (const Metric& metric : spec.metrics()) header.push_back(Cell(metric.label()));
+  for (int m = 0; m < spec.metrics_size(); ++m) {
+    const std::string& label = spec.metrics(m).label();
+    header.push_back(Cell(label));
+    if (reference_columns[m]) {
+      header.push_back(Cell(absl::StrCat(spec.reference_label(), " (", label, ")")));
+    }
+  }
   header.insert(header.end(), {"wall time", "peak RSS"});
   absl::StrAppend(&md, Row(header), Rule(header.size()));
   for (const auto& variant : spec.variants()) {
     absl::StrAppend(&md, ResultRow(spec, variant, RunsOf(runs, variant.name()),
-                                   baselines.count(variant.name()) > 0, seeds));
+                                   baselines.count(variant.name()) > 0, seeds, reference_columns));
   }
 
   if (baselines.empty()) {

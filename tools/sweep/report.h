@@ -67,8 +67,10 @@ struct TableContext {
   std::vector<uint64_t> seeds;
 };
 
-// `spec` has its defaults filled (labels, metrics); `runs` are the sweep's runs
-// in table order (variants, then seeds), finished or not.
+// `spec` has its defaults filled (labels, metrics, references' metrics,
+// reference_label); `runs` are the sweep's runs in table order (variants, then
+// seeds), finished or not. table.md gives a metric that variants have references
+// for a column of them right after its own; runs.csv is per run and has none.
 std::string RunsCsv(const fedkit::sweep::SweepSpec& spec, const std::vector<RunRecord>& runs);
 std::string TableMarkdown(const fedkit::sweep::SweepSpec& spec, const TableContext& context,
                           const std::vector<RunRecord>& runs);

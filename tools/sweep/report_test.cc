@@ -199,6 +199,59 @@ TEST_F(TableTest, ScaledMetricsShowScaledValues) {
   EXPECT_THAT(RunsCsv(spec_, runs_), HasSubstr("base,1,0.14,"));
 }
 
+TEST_F(TableTest, ReferencesGetAColumnRightAfterTheirMetric) {
+  spec_.set_reference_label("paper");
+  auto* reference = spec_.mutable_variants(1)->add_references();
+  reference->set_metric("last 10 mean");
+  reference->set_value(86.3);
+  reference = spec_.mutable_variants(0)->add_references();
+  reference->set_metric("rounds to 85%");
+  reference->set_value(4);
+  const std::string table = Table();
+  EXPECT_THAT(table, HasSubstr(" Rounds to a target: mean over the seeds that reached it. "
+                               "paper (…): the sweep file's numbers, not these runs'. Wall time:"));
+  // No column for "final", which has no reference; an empty cell where a variant
+  // has none; each value with its metric's decimals (percent 2, rounds 1).
+  EXPECT_THAT(table, HasSubstr("| variant | final | last 10 mean | paper (last 10 mean) | "
+                               "rounds to 85% | paper (rounds to 85%) | wall time | peak RSS |\n"
+                               "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+                               "| Base (baseline) | 83.00 ± 2.65 | 79.56 ± 1.39 |  | "
+                               "2.5 ± 0.7 (2/3 reached) | 4.0 | 12.0 s | 310 MB |\n"
+                               "| New | 86.50 ± 2.12 (n=2) | 83.67 ± 1.89 (n=2) | 86.30 | "
+                               "2.5 ± 0.7 (2/2 reached) |  | 21.0 s | 400 MB |\n"));
+  // The differences compare runs: no reference there, nor in runs.csv.
+  EXPECT_THAT(table, HasSubstr("| variant | seeds | final | last 10 mean | rounds to 85% |\n"));
+  EXPECT_THAT(RunsCsv(spec_, runs_),
+              HasSubstr("variant,seed,final_test_accuracy,last10_mean_test_accuracy,"
+                        "rounds_to_0.85_test_accuracy,wall_seconds,peak_rss_mb,stale\n"
+                        "base,1,0.86,0.8,3,10,300,false\n"));
+}
+
+TEST_F(TableTest, ReferencesOfScaledMetricsHaveFourSignificantDigits) {
+  spec_.clear_metrics();
+  Metric* loss = spec_.add_metrics();
+  loss->set_kind(Metric::FINAL);
+  loss->set_column("test_loss");
+  loss->set_scale(1000);
+  FillDefaults(*loss);
+  spec_.set_reference_label("reference");
+  // Already in the table's units (times 1000): not scaled again.
+  auto* reference = spec_.mutable_variants(0)->add_references();
+  reference->set_metric("final test_loss");
+  reference->set_value(152.34);
+  reference = spec_.mutable_variants(1)->add_references();
+  reference->set_metric("final test_loss");
+  reference->set_value(7.5);
+  runs_ = {Finished("base", 1, {0.70, 0.84, 0.86}, 10, 300),
+           Finished("base", 2, {0.72, 0.80, 0.82}, 12, 310),
+           Finished("new", 1, {0.80, 0.87, 0.88}, 20, 400)};
+  const std::string table = Table();
+  EXPECT_THAT(table, HasSubstr("| variant | final test_loss | reference (final test_loss) | "
+                               "wall time | peak RSS |\n"));
+  EXPECT_THAT(table, HasSubstr("| Base (baseline) | 160.0 ± 28.3 (n=2) | 152.3 | 11.0 s |"));
+  EXPECT_THAT(table, HasSubstr("| New | 120.0 (n=1) | 7.500 | 20.0 s |"));
+}
+
 TEST_F(TableTest, ListsFailedRuns) {
   EXPECT_THAT(Table(), HasSubstr("5 of 6 runs finished, 1 failed."));
   EXPECT_THAT(Table(), HasSubstr("- `new` seed 3: failed, see [new_seed3.log](new_seed3.log)\n"));

@@ -49,8 +49,8 @@
 //
 // Results in <out>: runs.csv (one row per finished run: each metric, wall
 // seconds, peak RSS, whether stale), table.md (how to reproduce, then per variant
-// each metric's mean ± sd and the paired differences to the baseline, and the
-// stale, failed and missing runs) and curves.png (drawn by curves.py with
+// each metric's mean ± sd, and the sweep file's reference for it if any; the
+// paired differences to the baseline; the stale, failed and missing runs) and curves.png (drawn by curves.py with
 // /usr/bin/python3 and matplotlib; skipped with a warning without them, and left
 // out when every run has a single evaluated round, as one-shot runs do). Wall
 // seconds are the run's process as the sweep timed it (it appends them to the

@@ -141,6 +141,55 @@ void CheckVariants(SweepSpec& spec, fl::ErrorList& errors) {
   }
 }
 
+// Each variant's references: a metric of the sweep, named by its label (empty:
+// the first metric's, filled in), at most one per metric, and a finite value. The
+// labels are filled in by CheckMetrics, which must run first.
+void CheckReferences(SweepSpec& spec, fl::ErrorList& errors) {
+  std::map<std::string, std::vector<int>> metrics;  // label -> its metrics
+  std::vector<std::string> labels;                  // quoted: labels may hold commas
+  for (int m = 0; m < spec.metrics_size(); ++m) {
+    const std::string& label = spec.metrics(m).label();
+    if (label.empty()) continue;  // a metric without a kind, reported already
+    if (metrics[label].empty()) labels.push_back(absl::StrCat("\"", label, "\""));
+    metrics[label].push_back(m);
+  }
+  for (int i = 0; i < spec.variants_size(); ++i) {
+    Variant& variant = *spec.mutable_variants(i);
+    std::map<std::string, int> seen;  // metric label -> the reference giving it
+    for (int r = 0; r < variant.references_size(); ++r) {
+      Variant::Reference& reference = *variant.mutable_references(r);
+      const std::string path = absl::StrCat("variants[", i, "].references[", r, "]");
+      if (!reference.has_value()) {
+        errors.Add(path + ".value", "required: the number to show, in the table's units");
+      } else if (!std::isfinite(reference.value())) {
+        errors.Add(path + ".value",
+                   absl::StrCat("must be a finite number, got ", reference.value()));
+      }
+      if (reference.metric().empty() && !spec.metrics().empty()) {
+        reference.set_metric(spec.metrics(0).label());
+      }
+      // Still empty: no first metric to default to (reported already).
+      if (reference.metric().empty()) continue;
+      const std::string field = path + ".metric";
+      auto it = metrics.find(reference.metric());
+      if (it == metrics.end()) {
+        errors.Add(field, absl::StrCat("\"", reference.metric(), "\" is not a metric's label; ",
+                                       "labels: ", absl::StrJoin(labels, ", ")));
+      } else if (it->second.size() > 1) {
+        // Two columns under one heading: which one the reference goes with is
+        // anyone's guess.
+        errors.Add(field, absl::StrCat("\"", reference.metric(), "\" labels metrics[",
+                                       it->second[0], "] and metrics[", it->second[1],
+                                       "]; give them different labels"));
+      } else if (auto [previous, inserted] = seen.emplace(reference.metric(), r); !inserted) {
+        errors.Add(field, absl::StrCat("\"", reference.metric(), "\" is also references[",
+                                       previous->second, "]'s metric"));
+      }
+    }
+  }
+  if (spec.reference_label().empty()) spec.set_reference_label("reference");
+}
+
 void CheckSeeds(const SweepSpec& spec, fl::ErrorList& errors) {
   if (spec.seeds().empty()) errors.Add("seeds", "at least one is required");
   std::map<uint64_t, int> seeds;
@@ -231,6 +280,7 @@ absl::StatusOr<Sweep> LoadSweep(const std::string& path, const SweepFlags& flags
   CheckVariants(spec, errors);
   CheckSeeds(spec, errors);
   CheckMetrics(spec, errors);
+  CheckReferences(spec, errors);
 
   sweep.jobs = flags.jobs.value_or(spec.has_jobs() ? spec.jobs() : kDefaultJobs);
   if (sweep.jobs < 1) {

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -185,6 +186,67 @@ baseline: "fedavg"
   EXPECT_THAT(message, HasSubstr("variant \"fedavg\": metrics[1]: reads one_shot.csv, which only "
                                  "a one-shot run (server { one_shot: true }) writes"));
   EXPECT_THAT(message, Not(HasSubstr("variant \"one_shot\"")));
+}
+
+TEST(SweepSpecTest, ReferencesDefaultToTheFirstMetric) {
+  absl::StatusOr<Sweep> sweep = Load(R"(
+variants { name: "fedavg" references { value: 81.5 } }
+variants {
+  name: "fedexp"
+  references { metric: "rounds to 85%" value: 120 }
+  references { metric: "last 10 mean" value: 80.25 }
+}
+seeds: [1]
+metrics { kind: LAST_K_MEAN k: 10 }
+metrics { kind: ROUNDS_TO target: 0.85 }
+baseline: "fedavg"
+)");
+  ASSERT_TRUE(sweep.ok()) << sweep.status();
+  EXPECT_EQ(sweep->spec.variants(0).references(0).metric(), "last 10 mean");
+  EXPECT_EQ(sweep->spec.variants(1).references(0).metric(), "rounds to 85%");
+  EXPECT_EQ(sweep->spec.reference_label(), "reference");
+
+  sweep = Load(absl::StrCat(kFedAvgAndFedExp, "reference_label: \"paper\"\n"));
+  ASSERT_TRUE(sweep.ok()) << sweep.status();
+  EXPECT_EQ(sweep->spec.reference_label(), "paper");
+}
+
+TEST(SweepSpecTest, BadReferencesNameTheFieldAndTheLabels) {
+  absl::StatusOr<Sweep> sweep = Load(R"(
+variants {
+  name: "fedavg"
+  references { metric: "last 5 mean" value: 80 }
+  references { value: 80 }
+  references { metric: "final" value: 81 }
+}
+variants {
+  name: "fedexp"
+  references { metric: "final" value: inf }
+  references { metric: "gamma, last" value: nan }
+  references { metric: "final" }
+  references { metric: "twice" value: 1 }
+}
+seeds: [1]
+metrics { kind: FINAL }
+metrics { kind: FINAL column: "test_loss" label: "twice" }
+metrics { kind: BEST column: "test_loss" label: "twice" }
+metrics { kind: FINAL column: "gamma" label: "gamma, last" }
+baseline: "fedavg"
+)");
+  ASSERT_FALSE(sweep.ok());
+  // Nothing else is wrong with the file: these are all its errors.
+  EXPECT_EQ(std::string(sweep.status().message()),
+            "variants[0].references[0].metric: \"last 5 mean\" is not a metric's label; labels: "
+            "\"final\", \"twice\", \"gamma, last\"\n"
+            // An empty metric is the first, "final".
+            "variants[0].references[2].metric: \"final\" is also references[1]'s metric\n"
+            "variants[1].references[0].value: must be a finite number, got inf\n"
+            "variants[1].references[1].value: must be a finite number, got nan\n"
+            "variants[1].references[2].value: required: the number to show, in the table's "
+            "units\n"
+            "variants[1].references[2].metric: \"final\" is also references[0]'s metric\n"
+            "variants[1].references[3].metric: \"twice\" labels metrics[1] and metrics[2]; give "
+            "them different labels");
 }
 
 TEST(SweepSpecTest, AMissingBaseSpecIsNamed) {
