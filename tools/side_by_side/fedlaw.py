@@ -142,6 +142,25 @@ def replace_proxy_set(central_node, data, proxy_indices, args):
                                        batch_size=args.batchsize, shuffle=True)
 
 
+def train_on_whole_share(node_class):
+  """With --client_valid_ratio=0 every client trains on its whole share.
+
+  The code always builds a loader for the held-out part, which fails when that part
+  is empty; the driver never evaluates on it. The shuffle stays, so the numpy random
+  stream advances as in the code.
+  """
+  import numpy as np
+  from torch.utils.data import DataLoader
+  from datasets import DatasetSplit  # pylint: disable=import-error
+
+  def split(self, idxs, train_set, valid_ratio):
+    del valid_ratio
+    np.random.shuffle(idxs)
+    return DataLoader(DatasetSplit(train_set, idxs), batch_size=self.args.batchsize,
+                      num_workers=0, shuffle=True), None
+  node_class.train_val_split = split
+
+
 def lambda_summary(weights):
   entropy = -sum(w * math.log(w) for w in weights if w > 0)
   return entropy, max(weights)
@@ -153,6 +172,8 @@ def run(flags):
   use_local_fashion_mnist(official_cpu.fashion_mnist_root(flags.fmnist_dir, flags.cache))
   from datasets import Data
   from nodes import Node
+  if flags.client_valid_ratio == 0:
+    train_on_whole_share(Node)
   from utils import setup_seed, validate, lr_scheduler
   from client_funct import Client_update
   from server_funct import (receive_client_models, fedlaw_optimization,

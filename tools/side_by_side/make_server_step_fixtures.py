@@ -226,13 +226,6 @@ MAECHO_NAMES = {'fc1.weight': 'layers.0.weight', 'fc2.weight': 'layers.2.weight'
                 'fc3.weight': 'layers.4.weight', 'fc4.weight': 'layers.6.weight'}
 
 
-def stub_module(name, **attributes):
-    module = types.ModuleType(name)
-    module.__dict__.update(attributes)
-    sys.modules[name] = module
-    return module
-
-
 def run_maecho(official, out):
     """The code's client training (trainmodel.Appr), projections (utils.createp) and
     aggregation (utils.noniid_aggr), unchanged, on 3 clients of a tiny label-skewed
@@ -241,16 +234,7 @@ def run_maecho(official, out):
     1.6, no row normalisation) and its CIFAR one (step 0.05, --norm on)."""
     sys.path.insert(0, official)
     official_cpu.patch_cuda_to_cpu()
-    try:
-        import tqdm  # noqa: F401
-    except ImportError:
-        stub_module('tqdm', tqdm=lambda iterable, *args, **kwargs: iterable)
-    try:
-        import cvxopt  # noqa: F401
-    except ImportError:
-        solvers = types.SimpleNamespace(options={}, qp=None)
-        stub_module('cvxopt', matrix=None, solvers=solvers)
-        stub_module('cvxopt.solvers', options=solvers.options, qp=None)
+    official_cpu.stub_maecho_imports()
     import trainmodel
     import utils
 

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import sys
+import types
 
 import torch
 
@@ -47,6 +48,29 @@ def patch_cuda_to_cpu():
   torch.cuda.manual_seed_all = lambda *args, **kwargs: None
   for name in ('tensor', 'zeros', 'ones', 'empty', 'randn', 'rand', 'arange', 'full'):
     setattr(torch, name, on_cpu(getattr(torch, name)))
+
+
+def stub_if_missing(name, **attributes):
+  """Installs a module of `attributes` under `name` unless the real one imports.
+
+  For imports an official script makes but the parts run here never use (a progress
+  bar, a solver whose only caller is commented out).
+  """
+  try:
+    __import__(name)
+  except ImportError:
+    module = types.ModuleType(name)
+    module.__dict__.update(attributes)
+    sys.modules[name] = module
+
+
+def stub_maecho_imports():
+  """MA-Echo's utils.py imports tqdm (a progress bar over its iterations) and cvxopt
+  (for a QP whose only call is commented out)."""
+  stub_if_missing('tqdm', tqdm=lambda iterable, *args, **kwargs: iterable)
+  solvers = types.SimpleNamespace(options={}, qp=None)
+  stub_if_missing('cvxopt', matrix=None, solvers=solvers)
+  stub_if_missing('cvxopt.solvers', options=solvers.options, qp=None)
 
 
 def import_official(checkout):
