@@ -24,7 +24,8 @@ official 70,000 were put there), so indices in a partition file mean the same
 images on both sides. Output: <out>/trace.csv (iteration, accuracy of the clients'
 mean after that many iterations, then each client iterate's accuracy),
 <out>/summary.csv (each client model's own accuracy, split average, ensemble,
-MA-Echo), and with --export <out>/partition.json. Needs Debian's python3-torch
+MA-Echo), and with --export <out>/partition.json (and, with --same_init,
+initial_model.pt). Needs Debian's python3-torch
 (tools/side_by_side/setup.sh).
 """
 
@@ -58,8 +59,11 @@ def parse_flags():
   p.add_argument('--shrink', type=float, default=0.5, help="the code's --C (projector shrink)")
   p.add_argument('--epochs', type=int, default=10, help="the code's --num_epochs")
   p.add_argument('--inputs', help="folder with a fedkit run's partition.json (output.write_inputs), "
-                 'used instead of the code\'s own Dirichlet split')
-  p.add_argument('--export', action='store_true', help="write the code's split as partition.json")
+                 "used instead of the code's own Dirichlet split, and with --same_init its "
+                 'initial_model.pt when there is one')
+  p.add_argument('--export', action='store_true',
+                 help="write the code's split as partition.json (and with --same_init the shared "
+                 'initialisation as initial_model.pt)')
   p.add_argument('--mnist_dir', default=default_mnist_dir(), help='MNIST IDX files, gzipped or not')
   p.add_argument('--compare', nargs=2, metavar=('TRACE_CSV', 'FEDKIT_METRICS_CSV'),
                  help='print an official trace beside a fedkit metrics.csv and exit')
@@ -107,6 +111,11 @@ def mnist(directory):
 def normalise(images):
   """torchvision's ToTensor then Normalize((0.1307,), (0.3081,)), as noniid.py's transform."""
   return ((images.float() / 255.0 - 0.1307) / 0.3081).unsqueeze(1)
+
+
+# The code's mnistnet parameters under fedkit's names (model "mlp", bias: false).
+FEDKIT_NAMES = {'fc1.weight': 'layers.0.weight', 'fc2.weight': 'layers.2.weight',
+                'fc3.weight': 'layers.4.weight', 'fc4.weight': 'layers.6.weight'}
 
 
 class Truncated:
@@ -170,6 +179,15 @@ def run(flags):
     models = [modelset.mnistnet() for _ in range(args.n_nets)]
   else:
     models = [modelset.mnistnet()]
+    initial = os.path.join(flags.inputs, 'initial_model.pt') if flags.inputs else ''
+    if initial and os.path.exists(initial):
+      names = list(FEDKIT_NAMES)
+      tensors = official_cpu.read_model_file(initial, [FEDKIT_NAMES[n] for n in names])
+      models[0].load_state_dict(dict(zip(names, tensors)))
+    if flags.export:
+      os.makedirs(flags.out, exist_ok=True)
+      official_cpu.write_model_file(os.path.join(flags.out, 'initial_model.pt'),
+                                    [(FEDKIT_NAMES[n], t) for n, t in models[0].state_dict().items()])
     models += [copy.deepcopy(models[0]) for _ in range(1, args.n_nets)]
   client_accuracy = []
   for model, loader in zip(models, loaders):
