@@ -74,7 +74,7 @@ extra_cases=(
   'norm_clip.max_norm' 'aggregator { name: "norm_clip" options { [type.googleapis.com/fedkit.aggregators.NormClipOptions] { max_norm: 0.3 } } }'
 )
 
-aggregators=$("$runner" --list | awk '/^aggregator:/ {on = 1; next} /^[^ ]/ {on = 0} on {print $1}')
+aggregators=$("$runner" --list=names | awk '$1 == "aggregator" {print $2}')
 [[ -n "$aggregators" ]] || { echo "FAIL run_experiment --list names no aggregator"; exit 1; }
 cases=()
 for aggregator in $aggregators; do

@@ -3,7 +3,7 @@
 //   bazel run //tools:run_experiment -- --spec=experiments/quickstart.textproto
 //       [--output_dir=DIR] [--set='server { rounds: 3 }'] [--validate_only]
 //   bazel run //tools:run_experiment -- --resume=DIR [--spec=...] [--set=...]
-//   bazel run //tools:run_experiment -- --list
+//   bazel run //tools:run_experiment -- --list[=json|names]
 //
 // Relative paths are relative to the folder bazel was run from. Exit codes: 0 done,
 // 1 the run failed, 2 the spec or the command line is wrong, 3 stopped by SIGINT
@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -30,6 +31,7 @@
 #include "fl/experiment.h"
 #include "fl/model.h"
 #include "fl/partitioner.h"
+#include "fl/plugin_schema.h"
 #include "fl/registry.h"
 #include "fl/spec_loader.h"
 #include "fl/stop_request.h"
@@ -44,7 +46,9 @@ ABSL_FLAG(std::string, resume, "",
           "Continue the run whose output folder DIR holds checkpoint.fkc, writing to DIR. "
           "The spec is the checkpoint's; a --spec or --set given may change only "
           "server.rounds, output and simulation.");
-ABSL_FLAG(bool, list, false, "Print every registered plugin by kind with its options type.");
+ABSL_FLAG(std::string, list, "",
+          "Print every registered plugin by kind with its options' fields (type, default, "
+          "comment): --list (text), --list=json (for tools), --list=names (\"kind name\" lines).");
 ABSL_FLAG(bool, validate_only, false, "Validate the spec and its plugins, then exit.");
 
 namespace {
@@ -56,15 +60,29 @@ std::string FromUserDir(const std::string& path) {
   return user_dir == nullptr ? path : (std::filesystem::path(user_dir) / path).string();
 }
 
-template <typename Interface>
-void ListKind() {
-  const auto& registry = fl::Registry<Interface>::Global();
-  std::printf("%s:\n", Interface::kRegistryKind);
-  if (registry.Names().empty()) std::printf("  (none)\n");
-  for (const std::string& name : registry.Names()) {
-    std::printf("  %-20s %s\n", name.c_str(),
-                registry.Find(name)->default_options().GetDescriptor()->full_name().c_str());
+// --list: the registries with their option schemas, or a usage error.
+int List(const std::string& format) {
+  fedkit::PluginCatalog catalog;
+  *catalog.add_kinds() = fl::DescribeKind<fl::Dataset>();
+  *catalog.add_kinds() = fl::DescribeKind<fl::Partitioner>();
+  *catalog.add_kinds() = fl::DescribeKind<fl::Model>();
+  *catalog.add_kinds() = fl::DescribeKind<fl::Aggregator>();
+  *catalog.add_kinds() = fl::DescribeKind<fl::ClientHook>();
+  if (format == "text") {
+    std::fputs(fl::FormatCatalog(catalog).c_str(), stdout);
+  } else if (format == "json") {
+    std::fputs(fl::CatalogJson(catalog).c_str(), stdout);
+  } else if (format == "names") {
+    for (const fedkit::PluginKindSchema& kind : catalog.kinds()) {
+      for (const fedkit::PluginSchema& plugin : kind.plugins()) {
+        std::printf("%s %s\n", kind.kind().c_str(), plugin.name().c_str());
+      }
+    }
+  } else {
+    std::fprintf(stderr, "--list=%s: expected text, json or names\n", format.c_str());
+    return 2;
   }
+  return 0;
 }
 
 int Fail(int code, const std::string& headline, const absl::Status& status) {
@@ -76,14 +94,7 @@ int Fail(int code, const std::string& headline, const absl::Status& status) {
 }
 
 int Main() {
-  if (absl::GetFlag(FLAGS_list)) {
-    ListKind<fl::Dataset>();
-    ListKind<fl::Partitioner>();
-    ListKind<fl::Model>();
-    ListKind<fl::Aggregator>();
-    ListKind<fl::ClientHook>();
-    return 0;
-  }
+  if (const std::string format = absl::GetFlag(FLAGS_list); !format.empty()) return List(format);
   const std::string resume_dir = FromUserDir(absl::GetFlag(FLAGS_resume));
   std::string spec_path = FromUserDir(absl::GetFlag(FLAGS_spec));
   std::optional<fl::Checkpoint> checkpoint;
@@ -171,7 +182,13 @@ int Main() {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("Runs a federated experiment from a text-proto spec.");
-  absl::ParseCommandLine(argc, argv);
+  // A bare --list means the text listing; absl's string flags need a value.
+  std::vector<char*> args(argv, argv + argc);
+  char text_listing[] = "--list=text";
+  for (char*& arg : args) {
+    if (std::string(arg) == "--list" || std::string(arg) == "-list") arg = text_listing;
+  }
+  absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
   return Main();

@@ -76,7 +76,37 @@ expect missing_dataset_file 1 "/no/such/dir/train-images-idx3-ubyte[.gz]" "datas
   --set='dataset { options { [type.googleapis.com/fedkit.data.FashionMnistOptions] { dir: "/no/such/dir" } } }'
 
 expect list 0 "aggregator:" "fedavg               fedkit.aggregators.FedAvgOptions" \
-  "mlp                  fedkit.models.MlpOptions" -- --list
+  "mlp                  fedkit.models.MlpOptions" "server_lr: optional double" -- --list
+expect list_names 0 "aggregator fedavg" "model mlp" "client_hook scaffold" -- --list=names
+expect list_bad_format 2 "--list=xml: expected text, json or names" -- --list=xml
+
+# --list=json names the plugins --list=names does, and every field of every
+# plugin's options carries its .proto comment: the listing is the options'
+# manual, so a field added without one fails here by name.
+if "$runner" --list=json > "$tmp/list.json" && "$runner" --list=names > "$tmp/names.txt" &&
+  python3 - "$tmp/list.json" "$tmp/names.txt" <<'PY'; then
+import json, sys
+catalog = json.load(open(sys.argv[1]))
+named = sorted(tuple(line.split(' ', 1)) for line in open(sys.argv[2]).read().splitlines())
+listed = sorted((k['kind'], p['name']) for k in catalog['kinds'] for p in k['plugins'])
+problems = [] if named == listed else [f'--list=names {named} differs from --list=json {listed}']
+def walk(fields, path):
+  for f in fields:
+    if not f['comment']:
+      problems.append(f'{path}.{f["name"]}: no comment in its .proto file')
+    walk(f['fields'], f'{path}.{f["name"]}')
+for kind in catalog['kinds']:
+  if not kind['plugins']:
+    problems.append(f'no {kind["kind"]} is registered')
+  for plugin in kind['plugins']:
+    walk(plugin['fields'], f'{kind["kind"]} {plugin["name"]}')
+print('\n'.join(problems))
+sys.exit(1 if problems else 0)
+PY
+  echo "ok   list_json"
+else
+  echo "FAIL list_json"; failures=$((failures + 1))
+fi
 
 # A real (tiny) run writes every output file.
 tiny='server { rounds: 2 } partition { num_clients: 20 } dataset { options { [type.googleapis.com/fedkit.data.FashionMnistOptions] { train_limit: 2000 test_limit: 500 } } }'
