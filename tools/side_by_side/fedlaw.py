@@ -76,34 +76,6 @@ def official_args(flags):
   return args
 
 
-def use_local_fashion_mnist(root):
-  """The code reads Fashion-MNIST from a fixed folder through PIL; serve it from ours, as tensors.
-
-  The images are converted once, exactly as its ToTensor() converts each one
-  (uint8 / 255 as float32, shape [1, 28, 28]); per-item PIL conversion would take
-  three quarters of every round on a CPU.
-  """
-  import torch
-  import torchvision
-  real = torchvision.datasets.FashionMNIST
-
-  class PreconvertedFashionMnist(torch.utils.data.Dataset):
-    def __init__(self, train, **unused):
-      del unused
-      source = real(root, train=train, download=False)
-      self.targets = source.targets
-      self.images = source.data.unsqueeze(1).float().div(255)
-
-    def __len__(self):
-      return len(self.targets)
-
-    def __getitem__(self, index):
-      return self.images[index], int(self.targets[index])
-
-  torchvision.datasets.FashionMNIST = lambda *_, **kwargs: PreconvertedFashionMnist(**{
-      k: v for k, v in kwargs.items() if k != 'root'})
-
-
 def parameter_names(model):
   """fedkit's names of the MLP's parameters, in the order of the code's flat vector.
 
@@ -169,7 +141,8 @@ def lambda_summary(weights):
 def run(flags):
   official_cpu.import_official(flags.official)
   official_cpu.patch_cuda_to_cpu()
-  use_local_fashion_mnist(official_cpu.fashion_mnist_root(flags.fmnist_dir, flags.cache))
+  # The code reads Fashion-MNIST from a fixed folder through PIL, with ToTensor() only.
+  official_cpu.serve_fashion_mnist(official_cpu.fashion_mnist_root(flags.fmnist_dir, flags.cache))
   from datasets import Data
   from nodes import Node
   if flags.client_valid_ratio == 0:

@@ -40,16 +40,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import official_cpu  # pylint: disable=wrong-import-position
 
 
-def line_of(path, text):
-    """The 1-based line of `path` whose stripped text is `text` (exactly one)."""
-    with open(path) as f:
-        lines = [i + 1 for i, line in enumerate(f) if line.strip() == text]
-    if len(lines) != 1:
-        sys.exit(f'{path}: expected one line "{text}", found {len(lines)}: not the '
-                 'revision this script was written for')
-    return lines[0]
-
-
 def write_fixture(out, name, tensors, scalars):
     os.makedirs(out, exist_ok=True)
     tensors = {k: v.detach().clone().contiguous() for k, v in tensors.items()}
@@ -131,8 +121,8 @@ def run_fedexp(official, out):
     util_general.get_grad = recording_get_grad
 
     main = os.path.join(official, 'main.py')
-    step_line = line_of(main, 'eta_g_tmp.append(eta_g)')
-    set_line = line_of(main, 'vector_to_parameters(w_vec_estimate,net_glob.parameters())')
+    step_line = official_cpu.line_of(main, 'eta_g_tmp.append(eta_g)')
+    set_line = official_cpu.line_of(main, 'vector_to_parameters(w_vec_estimate,net_glob.parameters())')
     rounds = []
 
     def local_trace(frame, event, arg):
@@ -288,7 +278,7 @@ def run_maecho(official, out):
            for model, loader in zip(models, loaders)]
 
     aggr = utils.noniid_aggr.__code__
-    loop_line = line_of(utils.__file__, 'for numm in tqdm(range(args.maxt_times)):')
+    loop_line = official_cpu.line_of(utils.__file__, 'for numm in tqdm(range(args.maxt_times)):')
 
     def aggregate(iterations, step, norm):
         snapshots = []

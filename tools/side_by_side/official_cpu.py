@@ -73,6 +73,17 @@ def stub_maecho_imports():
   stub_if_missing('cvxopt.solvers', options=solvers.options, qp=None)
 
 
+def line_of(path, text):
+  """The 1-based line of `path` whose stripped text is `text` (exactly one), for
+  sys.settrace hooks on an official script's lines; fails clearly on another revision."""
+  with open(path) as f:
+    lines = [i + 1 for i, line in enumerate(f) if line.strip() == text]
+  if len(lines) != 1:
+    sys.exit(f'{path}: expected one line "{text}", found {len(lines)}: not the '
+             'revision this script was written for')
+  return lines[0]
+
+
 def import_official(checkout):
   """Puts an official checkout first on the module path; fails clearly if it is not there."""
   if not os.path.isdir(checkout):
@@ -103,6 +114,40 @@ def fashion_mnist_root(idx_dir, cache_dir):
     else:
       sys.exit(f'--fmnist_dir: neither {plain} nor {packed} exists')
   return cache_dir
+
+
+def serve_fashion_mnist(root, normalize=None):
+  """torchvision.datasets.FashionMNIST becomes the files under `root`, converted once, as tensors.
+
+  Official code reads Fashion-MNIST through torchvision, one PIL image at a time
+  (which would take most of every round on a CPU) and with a download it cannot do
+  here. The replacement converts every image once, exactly as ToTensor() converts
+  one (uint8 / 255 as float32, shape [1, 28, 28]), then, with `normalize` = (mean,
+  std), as fedkit's data sets do: (x / 255 - mean) / std. It ignores the root,
+  download and transform it is given (the caller says what the inputs are) and
+  serves (image tensor, int label) pairs with `.targets`, as torchvision does.
+  """
+  import torchvision
+  real = torchvision.datasets.FashionMNIST
+
+  class PreconvertedFashionMnist(torch.utils.data.Dataset):
+    def __init__(self, train, **unused):
+      del unused
+      source = real(root, train=train, download=False)
+      self.targets = source.targets
+      self.images = source.data.unsqueeze(1).float().div(255)
+      if normalize is not None:
+        mean, std = normalize
+        self.images = self.images.sub(mean).div(std)
+
+    def __len__(self):
+      return len(self.targets)
+
+    def __getitem__(self, index):
+      return self.images[index], int(self.targets[index])
+
+  torchvision.datasets.FashionMNIST = lambda *_, **kwargs: PreconvertedFashionMnist(**{
+      k: v for k, v in kwargs.items() if k != 'root'})
 
 
 def read_partition(path, num_examples, num_clients):
