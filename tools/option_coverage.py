@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Option fields that no test or spec sets (issue 27, item 10).
+"""Option fields that no test or spec sets.
 
 Every field of every message of fl/spec.proto and of each plugin's *_options.proto
 (found by glob, nested messages included) must be set by at least one test or spec,
