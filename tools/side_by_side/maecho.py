@@ -65,6 +65,7 @@ def parse_flags():
                  help="write the code's split as partition.json (and with --same_init the shared "
                  'initialisation as initial_model.pt)')
   p.add_argument('--mnist_dir', default=default_mnist_dir(), help='MNIST IDX files, gzipped or not')
+  p.add_argument('--cache', default='/tmp/fedkit-side-by-side', help='scratch folder')
   p.add_argument('--compare', nargs=2, metavar=('TRACE_CSV', 'FEDKIT_METRICS_CSV'),
                  help='print an official trace beside a fedkit metrics.csv and exit')
   flags = p.parse_args()
@@ -73,39 +74,15 @@ def parse_flags():
   return flags
 
 
-def read_idx(path):
-  """An IDX file (gzipped or not) as a uint8 tensor of its declared shape."""
-  import gzip
-  import numpy as np
-  import torch
-  if not os.path.exists(path) and os.path.exists(path + '.gz'):
-    path += '.gz'
-  if not os.path.exists(path):
-    sys.exit(f'--mnist_dir: {path} does not exist')
-  with (gzip.open(path, 'rb') if path.endswith('.gz') else open(path, 'rb')) as f:
-    raw = f.read()
-  if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] != 0x08:
-    sys.exit(f'{path}: not an IDX file of unsigned bytes')
-  dims = raw[3]
-  shape = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], 'big') for i in range(dims)]
-  body = raw[4 + 4 * dims:]
-  if len(body) != int(np.prod(shape)):
-    sys.exit(f'{path}: {len(body)} bytes of data, its header declares {shape}')
-  return torch.from_numpy(np.frombuffer(body, dtype=np.uint8).reshape(shape).copy())
-
-
-def mnist(directory):
+def mnist(directory, cache):
   """Train and test sets shaped as the code's torchvision MNIST (data, targets), plus
   the test set as normalised tensors (what its test transform yields)."""
   import torch
-  train = types.SimpleNamespace(data=read_idx(os.path.join(directory, 'train-images-idx3-ubyte')),
-                                targets=read_idx(os.path.join(directory, 'train-labels-idx1-ubyte')).long())
-  test_x = read_idx(os.path.join(directory, 't10k-images-idx3-ubyte'))
-  test_y = read_idx(os.path.join(directory, 't10k-labels-idx1-ubyte')).long()
-  if len(train.data) != len(train.targets) or len(test_x) != len(test_y):
-    sys.exit(f'--mnist_dir {directory}: images and labels differ in count')
-  test = torch.utils.data.TensorDataset(normalise(test_x), test_y)
-  return train, test
+  import torchvision
+  root = official_cpu.fashion_mnist_root(directory, cache, folder='MNIST')
+  train = torchvision.datasets.MNIST(root, train=True, download=False)
+  test = torchvision.datasets.MNIST(root, train=False, download=False)
+  return train, torch.utils.data.TensorDataset(normalise(test.data), test.targets)
 
 
 def normalise(images):
@@ -158,7 +135,7 @@ def run(flags):
       test=True, gpu_id=0, seed=flags.seed, lambdastep=flags.step, split=True,
       batch_size=64, learning_rate=0.01, num_epochs=flags.epochs)
 
-  train, test = mnist(flags.mnist_dir)
+  train, test = mnist(flags.mnist_dir, flags.cache)
   labels = train.targets.numpy()
   if flags.inputs:
     clients = official_cpu.read_partition(os.path.join(flags.inputs, 'partition.json'),

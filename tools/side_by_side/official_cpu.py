@@ -91,13 +91,14 @@ def import_official(checkout):
   sys.path.insert(0, os.path.abspath(checkout))
 
 
-def fashion_mnist_root(idx_dir, cache_dir):
-  """A torchvision FashionMNIST root holding the IDX files of `idx_dir` (gzip or not).
+def fashion_mnist_root(idx_dir, cache_dir, folder='FashionMNIST'):
+  """A torchvision root holding the IDX files of `idx_dir` (gzip or not) for the
+  dataset class named `folder` (FashionMNIST, or MNIST).
 
-  torchvision reads FashionMNIST/raw/<name> uncompressed; Debian's dataset package
+  torchvision reads <folder>/raw/<name> uncompressed; Debian's dataset package
   ships the same files gzipped.
   """
-  raw = os.path.join(cache_dir, 'FashionMNIST', 'raw')
+  raw = os.path.join(cache_dir, folder, 'raw')
   os.makedirs(raw, exist_ok=True)
   for name in ('train-images-idx3-ubyte', 'train-labels-idx1-ubyte',
                't10k-images-idx3-ubyte', 't10k-labels-idx1-ubyte'):
@@ -112,7 +113,7 @@ def fashion_mnist_root(idx_dir, cache_dir):
         shutil.copyfileobj(src, dst)
       os.replace(target + '.part', target)
     else:
-      sys.exit(f'--fmnist_dir: neither {plain} nor {packed} exists')
+      sys.exit(f'{idx_dir}: neither {plain} nor {packed} exists')
   return cache_dir
 
 
