@@ -119,7 +119,7 @@ def install_replacements(flags, out):
   import util_data
   import util_models
 
-  official_cpu.serve_fashion_mnist(official_cpu.fashion_mnist_root(flags.fmnist_dir, flags.cache),
+  official_cpu.serve_fashion_mnist(official_cpu.mnist_family_root(flags.fmnist_dir, flags.cache),
                                    normalize=FASHION_MNIST_MEAN_STD)
   # The Fashion-MNIST branch passes `trans_fashionmist` (sic) for the training set;
   # the data set above ignores transforms, so any value does.

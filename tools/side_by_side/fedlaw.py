@@ -142,7 +142,7 @@ def run(flags):
   official_cpu.import_official(flags.official)
   official_cpu.patch_cuda_to_cpu()
   # The code reads Fashion-MNIST from a fixed folder through PIL, with ToTensor() only.
-  official_cpu.serve_fashion_mnist(official_cpu.fashion_mnist_root(flags.fmnist_dir, flags.cache))
+  official_cpu.serve_fashion_mnist(official_cpu.mnist_family_root(flags.fmnist_dir, flags.cache))
   from datasets import Data
   from nodes import Node
   if flags.client_valid_ratio == 0:

@@ -79,7 +79,7 @@ def mnist(directory, cache):
   the test set as normalised tensors (what its test transform yields)."""
   import torch
   import torchvision
-  root = official_cpu.fashion_mnist_root(directory, cache, folder='MNIST')
+  root = official_cpu.mnist_family_root(directory, cache, folder='MNIST')
   train = torchvision.datasets.MNIST(root, train=True, download=False)
   test = torchvision.datasets.MNIST(root, train=False, download=False)
   return train, torch.utils.data.TensorDataset(normalise(test.data), test.targets)

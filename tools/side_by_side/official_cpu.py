@@ -91,7 +91,7 @@ def import_official(checkout):
   sys.path.insert(0, os.path.abspath(checkout))
 
 
-def fashion_mnist_root(idx_dir, cache_dir, folder='FashionMNIST'):
+def mnist_family_root(idx_dir, cache_dir, folder='FashionMNIST'):
   """A torchvision root holding the IDX files of `idx_dir` (gzip or not) for the
   dataset class named `folder` (FashionMNIST, or MNIST).
 
