@@ -1,5 +1,6 @@
 // Plugins composed through the real runner (BuildExperiment + RunExperiment) on a
-// slice of Fashion-MNIST, two rounds each, with 1 and with 3 workers:
+// slice of Fashion-MNIST split over clients of unequal sizes, half of them
+// stragglers each round, two rounds each, with 1 and with 3 workers:
 //   - every aggregator as Elastic's base;
 //   - every client hook a spec may add (not planned_only) under FedAvg and under
 //     SCAFFOLD (a stateful aggregator), except where the aggregator plans it itself;
@@ -126,13 +127,28 @@ std::vector<Case> Cases() {
   return cases;
 }
 
+// Under every case: clients of unequal sizes, and half of them stragglers each
+// round (s of the 3 steps, s uniform in {1, 2, 3}), so that methods that weigh
+// by data size or read the local step counts are composed where these differ.
+constexpr char kHeterogeneity[] = R"pb(
+  partition {
+    name: "unbalanced"
+    options {
+      [type.googleapis.com/fedkit.data.UnbalancedOptions] { log_normal_sigma: 0.5 min_size: 40 }
+    }
+  }
+  client { system { straggler_fraction: 0.5 } }
+)pb";
+
 class CompositionTest : public ::testing::TestWithParam<Case> {
  protected:
   fl::ExperimentResult Run(int workers) {
     auto spec = fl::ParseSpec(kBaseSpec, "kBaseSpec");
     EXPECT_TRUE(spec.ok()) << spec.status();
     absl::Status merged = fl::ApplyOverride(
-        absl::StrCat(GetParam().overrides, " simulation { workers: ", workers, " }"), *spec);
+        absl::StrCat(kHeterogeneity, GetParam().overrides, " simulation { workers: ", workers,
+                     " }"),
+        *spec);
     EXPECT_TRUE(merged.ok()) << merged;
     auto experiment = fl::BuildExperiment(*spec);
     EXPECT_TRUE(experiment.ok()) << experiment.status();

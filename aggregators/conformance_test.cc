@@ -83,6 +83,20 @@ const std::map<std::string, std::pair<std::string, google::protobuf::Any>>& Vari
     elastic_flbench.set_mode(fedkit::aggregators::FLBENCH);
     (*v)["elastic_flbench"] = {"elastic", Pack(elastic_flbench)};
 
+    // Wrappers over a step-aware base must pass step_aware on (StepAwareAsDeclared).
+    ElasticOptions elastic_fednova;
+    elastic_fednova.mutable_base()->set_name("fednova");
+    (*v)["elastic_over_fednova"] = {"elastic", Pack(elastic_fednova)};
+
+    NormClipOptions clip_fednova;
+    clip_fednova.set_max_norm(0.3);
+    clip_fednova.mutable_base()->set_name("fednova");
+    (*v)["norm_clip_over_fednova"] = {"norm_clip", Pack(clip_fednova)};
+
+    EflOptions efl_fednova;
+    efl_fednova.mutable_base()->set_name("fednova");
+    (*v)["efl_over_fednova"] = {"efl", Pack(efl_fednova)};
+
     EflOptions efl_fedexp;
     efl_fedexp.mutable_base()->set_name("fedexp");
     (*v)["efl_over_fedexp"] = {"efl", Pack(efl_fedexp)};
@@ -173,17 +187,23 @@ class ConformanceTest : public ::testing::TestWithParam<std::string> {
     return variant == Variants().end() ? GetParam() : variant->second.first;
   }
 
+  // Every client is asked for this many local steps; a straggler completes fewer.
+  static constexpr int64_t kPlannedSteps = 5;
+
   // One client of a fixture: `n` examples of its own with labels drawn from the
   // first `classes` classes; with `independent_init`, training starts from its own
-  // random initialisation rather than from global_ (MA-Echo's one-shot setting).
+  // random initialisation rather than from global_ (MA-Echo's one-shot setting);
+  // `steps` of the kPlannedSteps asked for are completed (fewer: a straggler, as
+  // client.system makes them, with local_steps < planned_steps in its update).
   struct Client {
     int64_t id;
     int64_t n;
     int64_t classes = 3;
     bool independent_init = false;
+    int64_t steps = kPlannedSteps;
   };
 
-  // `client` trains 5 SGD steps from global_ (or its own start) with the hooks
+  // `client` trains its steps of SGD from global_ (or its own start) with the hooks
   // `aggregator` plans for round 1; its buffer deltas are then randomised so
   // buffer handling is exercised too (the tiny model never updates its buffers).
   fl::ClientUpdate TrainedUpdate(fl::Aggregator& aggregator, const Client& client) {
@@ -195,7 +215,7 @@ class ConformanceTest : public ::testing::TestWithParam<std::string> {
     std::vector<int64_t> indices(client.n);
     std::iota(indices.begin(), indices.end(), 0);
     fedkit::ClientTrainingSpec spec;
-    spec.set_steps(5);
+    spec.set_steps(static_cast<int32_t>(client.steps));
     spec.set_batch_size(4);
     spec.mutable_optimizer()->set_lr(0.1);
     fl::LocalTrainer trainer(spec, {}, &state_store_);
@@ -220,6 +240,7 @@ class ConformanceTest : public ::testing::TestWithParam<std::string> {
       ADD_FAILURE() << update.status();
       return fl::ClientUpdate();
     }
+    update->planned_steps = kPlannedSteps;
     for (auto& entry : update->delta.mutable_entries()) {
       if (!entry.is_buffer) continue;
       entry.tensor = at::isFloatingType(entry.tensor.scalar_type())
@@ -288,7 +309,7 @@ TEST_P(ConformanceTest, RejectsWrongOptionsType) {
 }
 
 TEST_P(ConformanceTest, DeterministicForFixedInputs) {
-  std::vector<fl::ClientUpdate> updates = Updates({{1, 10}, {2, 30}});
+  std::vector<fl::ClientUpdate> updates = Updates({{1, 10}, {2, 30, 3, false, 3}});
   fl::ModelState a = Round(*Create(), global_, updates);
   fl::ModelState b = Round(*Create(), global_, updates);
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a.tensor(i).equal(b.tensor(i)));
@@ -313,7 +334,7 @@ TEST_P(ConformanceTest, StateSurvivesSaveAndRestore) {
     ASSERT_TRUE(resaved.count(key)) << key;
     EXPECT_TRUE(resaved.at(key).equal(tensor)) << key;
   }
-  std::vector<fl::ClientUpdate> second = Updates({{3, 15}, {4, 25}});
+  std::vector<fl::ClientUpdate> second = Updates({{3, 15}, {4, 25, 3, false, 2}});
   context_.round = 2;
   ExpectClose(Round(*restored, after_one, second), Round(*original, after_one, second), 1e-6);
 }
@@ -542,14 +563,17 @@ class DeclaredPropertiesTest : public ConformanceTest {
  protected:
   // One client holding all three classes, and one holding only two (a class-aware
   // mean then has a class that no client holds).
-  static std::vector<std::vector<Client>> LoneClients() { return {{{1, 10}}, {{1, 10, 2}}}; }
+  // A lone straggler too.
+  static std::vector<std::vector<Client>> LoneClients() {
+    return {{{1, 10}}, {{1, 10, 2}}, {{1, 10, 3, false, 2}}};
+  }
 
-  // Cohorts whose order is reversed: three clients of different sizes; two (every
-  // Krum score then ties); three starting from their own initialisations, as in
-  // one-shot runs (the first client, OT fusion's reference, then decides how the
-  // others' neurons are matched).
+  // Cohorts whose order is reversed: three clients of different sizes and step
+  // counts; two (every Krum score then ties); three starting from their own
+  // initialisations, as in one-shot runs (the first client, OT fusion's reference,
+  // then decides how the others' neurons are matched).
   static std::vector<std::vector<Client>> Cohorts() {
-    return {{{1, 10}, {2, 30}, {3, 5}},
+    return {{{1, 10}, {2, 30, 3, false, 2}, {3, 5, 3, false, 1}},
             {{1, 10}, {2, 30}},
             {{1, 10, 3, true}, {2, 30, 3, true}, {3, 5, 3, true}}};
   }
@@ -558,7 +582,11 @@ class DeclaredPropertiesTest : public ConformanceTest {
     std::string text = "{";
     for (const Client& c : clients) {
       text += " client " + std::to_string(c.id) + " (" + std::to_string(c.n) + " examples, " +
-              std::to_string(c.classes) + " classes" + (c.independent_init ? ", own init)" : ")");
+              std::to_string(c.classes) + " classes" +
+              (c.steps < kPlannedSteps ? ", " + std::to_string(c.steps) + " of " +
+                                             std::to_string(kPlannedSteps) + " steps"
+                                       : "") +
+              (c.independent_init ? ", own init)" : ")");
     }
     return text + " }";
   }
@@ -621,6 +649,39 @@ TEST_P(DeclaredPropertiesTest, OrderInvarianceAsDeclared) {
   if (!claimed) ExpectShownOrExplained(ConformanceClaim::kNotOrderInvariant, shown_on);
 }
 
+// step_aware both ways: the same deltas with the stragglers' local_steps raised to
+// the planned count must change the result or the state kept exactly when the
+// aggregator says it reads them. Undeclared, validation would let
+// server.incomplete_updates: SCALE correct a straggler twice; declared without
+// cause, it refuses SCALE for nothing.
+TEST_P(DeclaredPropertiesTest, StepAwareAsDeclared) {
+  const bool claimed = Create()->properties().step_aware;
+  const std::vector<Client> cohort = {{1, 10}, {2, 30, 3, false, 2}, {3, 5, 3, false, 1}};
+  const std::vector<fl::ClientUpdate> stragglers = Updates(cohort);
+  std::vector<fl::ClientUpdate> completed;
+  for (const fl::ClientUpdate& update : stragglers) {
+    completed.push_back(fl::CloneUpdate(update));
+    completed.back().local_steps = completed.back().planned_steps;
+  }
+  auto as_sent = Create();
+  auto as_if_complete = Create();
+  const fl::ModelState a = Round(*as_sent, global_, stragglers);
+  const fl::ModelState b = Round(*as_if_complete, global_, completed);
+  bool state_differs = false;
+  const std::map<std::string, at::Tensor> state_a = as_sent->SaveState();
+  const std::map<std::string, at::Tensor> state_b = as_if_complete->SaveState();
+  for (const auto& [key, tensor] : state_a) {
+    state_differs = state_differs || !state_b.count(key) ||
+                    !tensor.to(at::kDouble).allclose(state_b.at(key).to(at::kDouble), 1e-6, 1e-6);
+  }
+  const bool reads_steps = !AllClose(a, b, 1e-6) || state_differs;
+  EXPECT_EQ(reads_steps, claimed)
+      << GetParam() << (claimed ? " declares step_aware, but its result and state ignore "
+                                  "local_steps on "
+                                : " reads local_steps without declaring step_aware on ")
+      << Describe(cohort);
+}
+
 TEST_P(DeclaredPropertiesTest, PartialSumsOrAReasonWhyNot) {
   auto aggregator = Create();
   ASSERT_TRUE(aggregator->Configure(global_, context_).ok());
@@ -666,7 +727,7 @@ class PartialSumsTest : public ConformanceTest {
 
   void SetUp() override {
     ConformanceTest::SetUp();
-    updates_ = Updates({{1, 10}, {2, 30}, {3, 5}, {4, 20}, {5, 15}});
+    updates_ = Updates({{1, 10}, {2, 30}, {3, 5, 3, false, 2}, {4, 20}, {5, 15, 3, false, 1}});
     // FedExP evaluates the two-iterate average from round 2.
     context_.round = 2;
   }

@@ -59,6 +59,9 @@ struct ServerContext {
   int num_clients = 0;
   // Training examples over all clients of the federation (for weights n_i / n).
   int64_t num_examples = 0;
+  // The clients' SGD momentum (client.optimizer.momentum; 0 for none), for methods
+  // whose algebra depends on the local optimiser (FedNova's effective steps).
+  double client_momentum = 0.0;
   // The test-split accuracy of a model, lent for diagnostics that trace a method's
   // own iterations (MA-Echo's); never for choosing a model. Empty when the server
   // has none.
@@ -93,6 +96,14 @@ struct AggregatorProperties {
   // aggregator already plans would run twice. The conformance suite checks the
   // claim against Configure.
   std::vector<std::string> client_hooks;
+  // Reads ClientUpdate::local_steps (FedNova's normalisation): it corrects for incomplete updates itself, so validation refuses
+  // server.incomplete_updates: SCALE, which would correct them a second time. The
+  // conformance suite checks the claim both ways: the result (or the state kept)
+  // changes with local_steps exactly when this is true. Wrappers pass their base's on.
+  bool step_aware = false;
+  // Its algebra assumes the clients run SGD (client.optimizer.kind SGD, momentum
+  // allowed): validation refuses another optimiser, naming both.
+  bool needs_local_sgd = false;
 };
 
 class Aggregator {

@@ -397,6 +397,22 @@ absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec) {
                               "\" trains on a server-held proxy set: set server.proxy { size: N }"
                               " with N > 0 (or indices_path)"));
     }
+    if (properties.step_aware &&
+        spec.server().incomplete_updates() == fedkit::ServerSpec::SCALE) {
+      errors.Add("server.incomplete_updates",
+                 absl::StrCat("SCALE conflicts with aggregator \"", name,
+                              "\" (aggregator.name), which reads each update's local steps and "
+                              "corrects incomplete updates itself: the delta would be rescaled "
+                              "twice; use KEEP or DROP"));
+    }
+    if (properties.needs_local_sgd &&
+        spec.client().optimizer().kind() != fedkit::OptimizerSpec::SGD) {
+      errors.Add("client.optimizer.kind",
+                 absl::StrCat(fedkit::OptimizerSpec::Kind_Name(spec.client().optimizer().kind()),
+                              " conflicts with aggregator \"", name,
+                              "\" (aggregator.name), whose server step assumes local SGD; "
+                              "use kind: SGD"));
+    }
   };
   if (experiment.aggregator != nullptr) check_needs(*experiment.aggregator, spec.aggregator().name());
   for (int i = 0; i < spec.server().compare_size(); ++i) {
@@ -604,6 +620,7 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   context.proxy = proxy.size() > 0 ? &proxy : nullptr;
   context.num_clients = spec.partition().num_clients();
   context.num_examples = federation_examples;
+  context.client_momentum = spec.client().optimizer().momentum();
 
   const int64_t eval_batch =
       spec.server().has_eval_batch_size() ? spec.server().eval_batch_size() : kDefaultEvalBatchSize;

@@ -49,7 +49,10 @@ AggregatorProperties OneShotReport::properties() const {
   AggregatorProperties properties = members_.front().aggregator->properties();
   std::set<std::string> hooks(properties.client_hooks.begin(), properties.client_hooks.end());
   for (size_t i = 1; i < members_.size(); ++i) {
-    for (const std::string& hook : members_[i].aggregator->properties().client_hooks) {
+    const AggregatorProperties member = members_[i].aggregator->properties();
+    properties.step_aware = properties.step_aware || member.step_aware;
+    properties.needs_local_sgd = properties.needs_local_sgd || member.needs_local_sgd;
+    for (const std::string& hook : member.client_hooks) {
       if (hooks.insert(hook).second) properties.client_hooks.push_back(hook);
     }
   }

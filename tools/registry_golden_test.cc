@@ -40,6 +40,7 @@ TEST(RegistryGoldenTest, Aggregators) {
                                                                   "feddf",
                                                                   "fedexp",
                                                                   "fedlaw",
+                                                                  "fednova",
                                                                   "fedprox",
                                                                   "fedyogi",
                                                                   "geometric_median",

@@ -69,6 +69,20 @@ expect set_override_is_validated 2 "server.clients_per_round: must be in [1, par
 expect bad_set_fragment 2 "cannot apply --set" "--set:1:" -- \
   --spec="$PWD/$base" --set='server { roundz: 3 }' --validate_only
 
+# Declared requirements: a step-aware aggregator refuses the server's own rescaling
+# of incomplete updates, and one whose algebra is SGD's refuses Adam, naming both.
+expect step_aware_refuses_scale 2 \
+  'server.incomplete_updates: SCALE conflicts with aggregator "fednova" (aggregator.name)' -- \
+  --spec="$PWD/$base" --set='aggregator { name: "fednova" } server { incomplete_updates: SCALE }' \
+  --validate_only
+expect local_sgd_refuses_adam 2 \
+  'client.optimizer.kind: ADAM conflicts with aggregator "fednova" (aggregator.name)' -- \
+  --spec="$PWD/$base" --set='aggregator { name: "fednova" } client { optimizer { kind: ADAM } }' \
+  --validate_only
+expect fednova_with_drop_is_valid 0 "is valid" -- \
+  --spec="$PWD/$base" --set='aggregator { name: "fednova" } server { incomplete_updates: DROP }' \
+  --validate_only
+
 expect missing_spec_file 2 "cannot read spec file $tmp/none.textproto" -- --spec="$tmp/none.textproto"
 
 expect missing_dataset_file 1 "/no/such/dir/train-images-idx3-ubyte[.gz]" "dataset-fashion-mnist" -- \

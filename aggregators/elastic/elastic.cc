@@ -398,6 +398,8 @@ class Elastic : public fl::Aggregator {
     // One client: Omega / max(Omega) varies over the parameters, so zeta != 1.
     properties.single_client_identity = false;
     properties.uses_proxy = base_->properties().uses_proxy;
+    properties.step_aware = base_->properties().step_aware;
+    properties.needs_local_sgd = base_->properties().needs_local_sgd;
     properties.client_hooks = base_->properties().client_hooks;
     properties.client_hooks.insert(properties.client_hooks.begin(), kName);
     return properties;
