@@ -1156,7 +1156,7 @@ KINDS = {
         'umbrella': 'aggregators/BUILD',
         'label': '//aggregators/{name}',
         'golden': 'fl::Aggregator',
-        'suites': ['//aggregators:conformance_test'],
+        'suites': ['//aggregators:conformance_test', '//aggregators:composition_test'],
     },
     # Client hooks live with the aggregators (the client half of a method).
     'hook': {
