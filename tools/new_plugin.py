@@ -238,7 +238,8 @@ TEST({Camel}Test, RejectsBadOptionsNamingTheField) {{
 }}  // namespace aggregators
 '''
 
-AGGREGATOR_BUILD = '''load("//fl:build_defs.bzl", "fl_cc_proto", "fl_plugin_library")
+# Every kind's BUILD starts so: the macros, and the options proto beside the plugin.
+BUILD_HEAD = '''load("//fl:build_defs.bzl", "fl_cc_proto", "fl_plugin_library")
 
 package(default_visibility = ["//visibility:public"])
 
@@ -247,7 +248,9 @@ fl_cc_proto(
     srcs = ["{name}_options.proto"],
 )
 
-fl_plugin_library(
+'''
+
+AGGREGATOR_BUILD = BUILD_HEAD + '''fl_plugin_library(
     name = "{name}",
     srcs = ["{name}.cc"],
     deps = [
@@ -466,16 +469,7 @@ TEST({Camel}Test, RejectsBadOptionsNamingTheField) {{
 }}  // namespace aggregators
 '''
 
-HOOK_BUILD = '''load("//fl:build_defs.bzl", "fl_cc_proto", "fl_plugin_library")
-
-package(default_visibility = ["//visibility:public"])
-
-fl_cc_proto(
-    name = "{name}_options",
-    srcs = ["{name}_options.proto"],
-)
-
-# The "{name}" client hook.
+HOOK_BUILD = BUILD_HEAD + '''# The "{name}" client hook.
 fl_plugin_library(
     name = "{name}",
     srcs = ["{name}.cc"],
@@ -669,16 +663,7 @@ TEST({Camel}Test, RejectsBadOptionsNamingTheField) {{
 }}  // namespace data
 '''
 
-PARTITIONER_BUILD = '''load("//fl:build_defs.bzl", "fl_cc_proto", "fl_plugin_library")
-
-package(default_visibility = ["//visibility:public"])
-
-fl_cc_proto(
-    name = "{name}_options",
-    srcs = ["{name}_options.proto"],
-)
-
-fl_plugin_library(
+PARTITIONER_BUILD = BUILD_HEAD + '''fl_plugin_library(
     name = "{name}",
     srcs = ["{name}.cc"],
     deps = [
@@ -852,16 +837,7 @@ TEST({Camel}Test, RejectsBadOptionsNamingTheField) {{
 }}  // namespace models
 '''
 
-MODEL_BUILD = '''load("//fl:build_defs.bzl", "fl_cc_proto", "fl_plugin_library")
-
-package(default_visibility = ["//visibility:public"])
-
-fl_cc_proto(
-    name = "{name}_options",
-    srcs = ["{name}_options.proto"],
-)
-
-fl_plugin_library(
+MODEL_BUILD = BUILD_HEAD + '''fl_plugin_library(
     name = "{name}",
     srcs = ["{name}.cc"],
     deps = [
@@ -1106,16 +1082,7 @@ TEST({Camel}Test, RejectsBadOptionsNamingTheField) {{
 }}  // namespace data
 '''
 
-DATASET_BUILD = '''load("//fl:build_defs.bzl", "fl_cc_proto", "fl_plugin_library")
-
-package(default_visibility = ["//visibility:public"])
-
-fl_cc_proto(
-    name = "{name}_options",
-    srcs = ["{name}_options.proto"],
-)
-
-fl_plugin_library(
+DATASET_BUILD = BUILD_HEAD + '''fl_plugin_library(
     name = "{name}",
     srcs = ["{name}.cc"],
     deps = [
