@@ -42,6 +42,10 @@ def parse_flags():
   p.add_argument('--rounds', type=int, default=200, help="the code's --T")
   p.add_argument('--epochs', type=int, default=3, help="the code's --E (Table 3: 3)")
   p.add_argument('--clients', type=int, default=20, help="the code's --node_num")
+  p.add_argument('--batchsize', type=int, default=128,
+                 help="the code's --batchsize and --validate_batchsize (clients' and proxy "
+                      "batches); one larger than every share makes each epoch one full batch, "
+                      "so the run no longer depends on batch order")
   p.add_argument('--client_valid_ratio', type=float, default=0.3,
                  help="share of each client's examples held out and never trained on (the code's 0.3)")
   p.add_argument('--inputs', help='folder with a fedkit run\'s partition.json, initial_model.pt and '
@@ -67,7 +71,8 @@ def official_args(flags):
       'main_fedlaw.py', '--dataset', 'fmnist', '--local_model', 'MLP',
       '--node_num', str(flags.clients), '--T', str(flags.rounds), '--E', str(flags.epochs),
       '--dirichlet_alpha', str(flags.alpha), '--random_seed', str(flags.seed),
-      '--client_valid_ratio', str(flags.client_valid_ratio)]
+      '--client_valid_ratio', str(flags.client_valid_ratio),
+      '--batchsize', str(flags.batchsize), '--validate_batchsize', str(flags.batchsize)]
   try:
     args = args_parser()
   finally:
