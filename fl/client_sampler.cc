@@ -25,4 +25,15 @@ std::vector<int> SampleCohort(int num_clients, int cohort_size, uint64_t seed, i
   return ids;
 }
 
+std::vector<int> SamplePoissonCohort(int num_clients, double rate, uint64_t seed, int round) {
+  CHECK(rate >= 0.0 && rate <= 1.0) << rate;
+  std::mt19937_64 rng(DeriveSeed(seed, SeedStream::kClientSampling, {static_cast<uint64_t>(round)}));
+  std::bernoulli_distribution joins(rate);
+  std::vector<int> ids;
+  for (int id = 0; id < num_clients; ++id) {
+    if (joins(rng)) ids.push_back(id);
+  }
+  return ids;
+}
+
 }  // namespace fl

@@ -181,6 +181,9 @@ void ValidateCore(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
     errors.Add("server.first_eval_round", absl::StrCat("must be in [1, rounds = ", server.rounds(),
                                                        "], got ", server.first_eval_round()));
   }
+  if (server.one_shot() && server.cohort_sampling() != fedkit::ServerSpec::FIXED_SIZE) {
+    errors.Add("server.cohort_sampling", "one-shot runs take every client (server.one_shot)");
+  }
   if (!server.one_shot() && server.independent_init()) {
     errors.Add("server.independent_init", "applies to one-shot runs only (server.one_shot)");
   }
@@ -585,6 +588,7 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   ServerConfig config;
   config.rounds = spec.server().rounds();
   config.clients_per_round = spec.server().clients_per_round();
+  config.poisson_sampling = spec.server().cohort_sampling() == fedkit::ServerSpec::POISSON;
   config.eval_every = spec.server().has_eval_every() ? spec.server().eval_every() : 1;
   config.first_eval_round =
       spec.server().has_first_eval_round() ? spec.server().first_eval_round() : 0;

@@ -244,11 +244,12 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
       DeriveSeed(input.seed, SeedStream::kAugmentation));
   // Summed on the device and read once: .item() each step would wait for the device.
   at::Tensor loss_sum = at::zeros({}, at::TensorOptions(device).dtype(at::kDouble));
+  const bool shuffle = spec.batch_order() == fedkit::ClientTrainingSpec::SHUFFLED;
   at::Tensor order;
   for (int64_t step = 0; step < total_steps; ++step) {
     const int64_t batch_in_epoch = step % batches_per_epoch;
-    if (batch_in_epoch == 0) {
-      std::shuffle(train_indices.begin(), train_indices.end(), rng);
+    if (batch_in_epoch == 0 && (shuffle || !order.defined())) {
+      if (shuffle) std::shuffle(train_indices.begin(), train_indices.end(), rng);
       order = at::tensor(train_indices, at::kLong).to(device);
     }
     const int64_t begin = batch_in_epoch * batch_size;

@@ -1,5 +1,6 @@
 #include "fl/local_trainer.h"
 
+#include <algorithm>
 #include <tuple>
 #include <vector>
 
@@ -317,6 +318,50 @@ TEST_F(LocalTrainerTest, SameSeedSameUpdateOtherSeedDifferent) {
   other.seed = 18;
   auto c = trainer.Train(model_, other);
   EXPECT_FALSE(a->delta.tensor(0).equal(c->delta.tensor(0)));
+}
+
+TEST_F(LocalTrainerTest, InOrderBatchesFollowThePartitionOrderWhateverTheSeed) {
+  spec_.set_batch_order(fedkit::ClientTrainingSpec::IN_ORDER);
+  spec_.set_epochs(2);
+  spec_.set_batch_size(3);  // 20 examples: six batches of 3, then one of 2
+  std::reverse(indices_.begin(), indices_.end());
+  LocalTrainer trainer(spec_, {}, &store_);
+  RoundPlan plan;
+  auto a = trainer.Train(model_, Input(0, 1, plan));
+  LocalTrainingInput other_seed = Input(0, 1, plan);
+  other_seed.seed = 18;
+  auto b = trainer.Train(model_, other_seed);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->local_steps, 14);
+
+  // Plain SGD over the indices in the order given, batch by batch, both epochs.
+  at::Tensor weight = global_.tensor(0).clone().requires_grad_(true);
+  at::Tensor bias = global_.tensor(1).clone().requires_grad_(true);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    for (size_t begin = 0; begin < indices_.size(); begin += 3) {
+      const std::vector<int64_t> rows(indices_.begin() + begin,
+                                      indices_.begin() + std::min(begin + 3, indices_.size()));
+      const at::Tensor batch = at::tensor(rows, at::kLong);
+      at::cross_entropy_loss(at::linear(examples_.x.index_select(0, batch), weight, bias),
+                             examples_.y.index_select(0, batch))
+          .backward();
+      at::NoGradGuard no_grad;
+      weight.sub_(weight.grad().mul(0.1));
+      bias.sub_(bias.grad().mul(0.1));
+      weight.mutable_grad().zero_();
+      bias.mutable_grad().zero_();
+    }
+  }
+  EXPECT_TRUE(at::allclose(a->delta.tensor(0), weight.detach() - global_.tensor(0), 1e-5, 1e-6))
+      << a->delta.tensor(0) << weight;
+  EXPECT_TRUE(at::allclose(a->delta.tensor(1), bias.detach() - global_.tensor(1), 1e-5, 1e-6));
+  EXPECT_TRUE(a->delta.tensor(0).equal(b->delta.tensor(0)));
+
+  // Shuffled, the same data in another order gives another model.
+  spec_.set_batch_order(fedkit::ClientTrainingSpec::SHUFFLED);
+  auto shuffled = LocalTrainer(spec_, {}, &store_).Train(model_, Input(0, 1, plan));
+  ASSERT_TRUE(shuffled.ok());
+  EXPECT_FALSE(at::allclose(shuffled->delta.tensor(0), a->delta.tensor(0), 1e-4, 1e-5));
 }
 
 TEST_F(LocalTrainerTest, HookStatePersistsPerClientAcrossRounds) {

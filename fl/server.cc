@@ -93,11 +93,18 @@ void Server::SetStage(int round, const char* stage) const {
   }
 }
 
+std::vector<int> Server::DrawCohort(int num_clients, int round) const {
+  if (config_.one_shot) return SampleCohort(num_clients, num_clients, config_.seed, round);
+  if (config_.poisson_sampling) {
+    const double rate = std::min(1.0, static_cast<double>(config_.clients_per_round) / num_clients);
+    return SamplePoissonCohort(num_clients, rate, config_.seed, round);
+  }
+  return SampleCohort(num_clients, config_.clients_per_round, config_.seed, round);
+}
+
 absl::StatusOr<Server::RoundOutcome> Server::RunRound(int round, ModelState& global) {
   const int num_clients = static_cast<int>(clients_.size());
-  const std::vector<int> cohort =
-      config_.one_shot ? SampleCohort(num_clients, num_clients, config_.seed, round)
-                       : SampleCohort(num_clients, config_.clients_per_round, config_.seed, round);
+  const std::vector<int> cohort = DrawCohort(num_clients, round);
   Collective* const group = config_.collective;
   const int rank = group != nullptr ? group->rank() : 0;
 
@@ -354,9 +361,13 @@ absl::StatusOr<Server::RoundOutcome> Server::RunRound(int round, ModelState& glo
 
   if (outcome.accepted == 0) {
     if (first_error.ok()) {
-      // Every client dropped out or was left out as incomplete: the model stays.
-      LOG(WARNING) << "round " << round << ": no update to aggregate (" << outcome.dropped
-                   << " dropped out, " << outcome.incomplete << " incomplete); the model is kept";
+      if (cohort.empty()) {
+        LOG(WARNING) << "round " << round << ": Poisson sampling drew no client; the model is kept";
+      } else {
+        // Every client dropped out or was left out as incomplete: the model stays.
+        LOG(WARNING) << "round " << round << ": no update to aggregate (" << outcome.dropped
+                     << " dropped out, " << outcome.incomplete << " incomplete); the model is kept";
+      }
       outcome.train_loss = 0.0;
       return outcome;
     }

@@ -65,8 +65,10 @@ enum class RoundPhase { kClients, kServer };
 
 struct ServerConfig {
   int rounds = 1;
-  // Ignored (everyone takes part) when one_shot.
+  // Ignored (everyone takes part) when one_shot. Under Poisson sampling, the
+  // expected cohort size.
   int clients_per_round = 1;
+  bool poisson_sampling = false;
   int eval_every = 1;
   // The first round evaluated (then every eval_every); 0: eval_every.
   int first_eval_round = 0;
@@ -151,6 +153,8 @@ class Server {
     int64_t local_steps = 0;
   };
 
+  // The round's cohort positions, sorted (ServerConfig says how they are drawn).
+  std::vector<int> DrawCohort(int num_clients, int round) const;
   absl::StatusOr<RoundOutcome> RunRound(int round, ModelState& global);
   // The rounds after progress_.rounds_done.
   absl::StatusOr<ModelState> RunFrom();

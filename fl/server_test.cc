@@ -4,11 +4,13 @@
 
 #include <fstream>
 #include <limits>
+#include <set>
 #include <sstream>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "fl/client_sampler.h"
 #include "fl/dataset.h"
 #include "fl/experiment.h"
 #include "fl/model.h"
@@ -261,6 +263,38 @@ TEST_F(ServerTest, PartialParticipationAndEvaluationPeriod) {
   std::ifstream in(std::string(getenv("TEST_TMPDIR")) + "/partial/diagnostics.csv");
   std::string text((std::istreambuf_iterator<char>(in)), {});
   EXPECT_EQ(text, "round,seen\n1,3\n2,3\n3,3\n4,3\n5,3\n6,3\n7,3\n");
+}
+
+TEST_F(ServerTest, PoissonSamplingVariesTheCohortAndKeepsTheModelWhenItIsEmpty) {
+  std::vector<std::unique_ptr<Client>> clients;
+  std::vector<FakeClient*> raw;
+  for (int k = 0; k < 10; ++k) {
+    clients.push_back(std::make_unique<FakeClient>(k, 1.0f, 10));
+    raw.push_back(static_cast<FakeClient*>(clients.back().get()));
+  }
+  SumAggregator aggregator;
+  auto sink = Sink("poisson");
+  // q = 1/10: a round draws nobody with probability 0.9^10 = 0.35.
+  ServerConfig config{.rounds = 40, .clients_per_round = 1, .poisson_sampling = true, .seed = 3};
+  Server server(config, &aggregator, std::move(clients), ServerContext(), Evaluate, sink.get());
+  auto final_model = server.Run(Zero());
+  ASSERT_TRUE(final_model.ok()) << final_model.status();
+  int calls = 0;
+  for (FakeClient* c : raw) calls += c->calls;
+  std::set<int> sizes;
+  int trained = 0;
+  for (const MetricsRow& row : sink->rows()) {
+    sizes.insert(row.clients);
+    trained += row.clients;
+  }
+  EXPECT_EQ(trained, calls);
+  // Each accepted update adds 1 to every weight; an empty round adds nothing.
+  EXPECT_FLOAT_EQ(final_model->tensor(0)[0].item<float>(), static_cast<float>(calls));
+  EXPECT_TRUE(sizes.count(0)) << "no empty cohort in 40 rounds";
+  EXPECT_GE(sizes.size(), 3u) << "cohort sizes should vary under Poisson sampling";
+  size_t drawn = 0;
+  for (int round = 1; round <= 40; ++round) drawn += SamplePoissonCohort(10, 0.1, 3, round).size();
+  EXPECT_EQ(calls, static_cast<int>(drawn));
 }
 
 TEST_F(ServerTest, EvaluationCanStartAtRoundOne) {

@@ -37,6 +37,10 @@ absl::Status RequireProxy(const fl::ServerContext& context, absl::string_view me
 std::vector<at::Tensor> ShuffledBatches(int64_t n, int64_t batch_size, std::mt19937_64& rng,
                                         at::Device device);
 
+// As ShuffledBatches, without the shuffle: [0, n) in order, so that another
+// implementation reading the proxy set in the same order sees the same batches.
+std::vector<at::Tensor> InOrderBatches(int64_t n, int64_t batch_size, at::Device device);
+
 // Mean cross-entropy of `model` over `examples` in eval mode, without gradients
 // (BatchNorm statistics untouched). The model is left in train mode.
 double ProxyLoss(fl::Model& model, const fl::Examples& examples);

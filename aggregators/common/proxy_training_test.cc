@@ -333,5 +333,13 @@ TEST(ShuffledBatchesTest, CoversEveryIndexOnce) {
   EXPECT_TRUE(std::get<0>(at::cat(batches).sort()).equal(at::arange(5, at::kLong)));
 }
 
+TEST(InOrderBatchesTest, SlicesTheIndicesInOrder) {
+  std::vector<at::Tensor> batches = InOrderBatches(5, 2, at::kCPU);
+  ASSERT_EQ(batches.size(), 3u);
+  EXPECT_TRUE(batches[0].equal(at::tensor({0, 1}, at::kLong)));
+  EXPECT_TRUE(batches[1].equal(at::tensor({2, 3}, at::kLong)));
+  EXPECT_TRUE(batches[2].equal(at::tensor({4}, at::kLong)));
+}
+
 }  // namespace
 }  // namespace aggregators

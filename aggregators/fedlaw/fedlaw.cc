@@ -85,6 +85,7 @@ struct FedLawConfig {
   bool swa = false;
   bool swa_gamma_first = false;
   double holdout_fraction = 0.3;
+  bool proxy_in_order = false;
 };
 
 // One Adam run over some of (a, g) for a number of epochs.
@@ -254,8 +255,11 @@ class FedLaw : public fl::Aggregator {
     for (int epoch = 0; epoch < stage.epochs; ++epoch) {
       const double lr = stage.swa_schedule ? fedlaw::SwaLambdaLr(config_.lr, epoch)
                                            : fedlaw::StepLr(config_.lr, epoch);
-      for (const at::Tensor& batch :
-           ShuffledBatches(proxy.size(), config_.batch_size, rng, proxy.y.device())) {
+      const std::vector<at::Tensor> batches =
+          config_.proxy_in_order
+              ? InOrderBatches(proxy.size(), config_.batch_size, proxy.y.device())
+              : ShuffledBatches(proxy.size(), config_.batch_size, rng, proxy.y.device());
+      for (const at::Tensor& batch : batches) {
         at::Tensor gradient;
         fedlaw::LossAndGradient(*model_, parameters,
                                 fedlaw::Combine(cohort, weights.Gamma(), weights.Lambda()),
@@ -349,6 +353,7 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateFedLaw(const FedLawOptions
     errors.Add("options.client_holdout_fraction",
                absl::StrCat("must be in [0, 1), got ", config.holdout_fraction));
   }
+  config.proxy_in_order = options.proxy_in_order();
   FL_RETURN_IF_ERROR(errors.ToStatus());
   return std::make_unique<FedLaw>(config);
 }

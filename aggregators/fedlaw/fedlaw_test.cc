@@ -200,6 +200,28 @@ TEST_F(FedLawToyTest, BatchSizeSetsTheStepsPerEpoch) {
   EXPECT_NEAR(context_.diagnostics.at("gamma"), std::exp(-0.005 * q / (q + 1e-8)), 1e-12);
 }
 
+TEST_F(FedLawToyTest, ProxyInOrderVisitsTheProxySetInItsOrderWhateverTheSeed) {
+  // The two one-example steps of BatchSizeSetsTheStepsPerEpoch, with the labels in
+  // the proxy set's own order rather than a shuffle's.
+  const std::vector<int64_t> in_order = {toy_.proxy.y[0].item<int64_t>(),
+                                         toy_.proxy.y[1].item<int64_t>()};
+  ASSERT_NE(in_order[0], in_order[1]);
+  const double gamma = GammaAfterTwoSteps(in_order, 0.005, 0.5, 0.999, 1e-8);
+  FedLawOptions options = Options(FedLawOptions::GAMMA_ONLY, /*epochs=*/1);
+  options.set_batch_size(1);
+  options.set_proxy_in_order(true);
+  int shuffles_reversed = 0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    context_.round_seed = seed;
+    shuffles_reversed += ShuffledToyLabels(toy_, context_) != in_order;
+    auto fedlaw = Create("fedlaw", options);
+    ASSERT_TRUE(Run(*fedlaw).ok());
+    EXPECT_NEAR(context_.diagnostics.at("gamma"), gamma, 1e-12) << "round seed " << seed;
+  }
+  // Some of those seeds' shuffles would have visited the examples the other way round.
+  EXPECT_GT(shuffles_reversed, 0);
+}
+
 TEST_F(FedLawToyTest, AdamBetasAndEpsReachTheOptimiser) {
   // The two one-example steps above, each of beta1, beta2 and eps away from its
   // default: the second step's m and v mix q1 and q2 (whose signs differ) by the

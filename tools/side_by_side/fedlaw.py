@@ -46,6 +46,11 @@ def parse_flags():
                  help="the code's --batchsize and --validate_batchsize (clients' and proxy "
                       "batches); one larger than every share makes each epoch one full batch, "
                       "so the run no longer depends on batch order")
+  p.add_argument('--in_order', action='store_true',
+                 help="no shuffling: every client's batches in its partition.json order and the "
+                      "proxy batches in proxy.json's, every epoch (fedkit: client { batch_order: "
+                      "IN_ORDER } and FedLAW's proxy_in_order); needs --inputs and "
+                      "--client_valid_ratio=0, so that nothing random is left but the float sums")
   p.add_argument('--client_valid_ratio', type=float, default=0.3,
                  help="share of each client's examples held out and never trained on (the code's 0.3)")
   p.add_argument('--inputs', help='folder with a fedkit run\'s partition.json, initial_model.pt and '
@@ -61,6 +66,8 @@ def parse_flags():
   flags = p.parse_args()
   if not flags.compare and not (flags.official and flags.out):
     p.error('--official and --out are required (or --compare)')
+  if flags.in_order and not (flags.inputs and flags.client_valid_ratio == 0):
+    p.error('--in_order needs --inputs and --client_valid_ratio=0: a hold-out is drawn at random')
   return flags
 
 
@@ -107,24 +114,25 @@ def unflatten(flat, model):
       parameter_names(model), flat.split(model._weights_numels), model._weights_shapes)]
 
 
-def replace_proxy_set(central_node, data, proxy_indices, args):
+def replace_proxy_set(central_node, data, proxy_indices, args, shuffle=True):
   """The server's proxy set becomes `proxy_indices` of the test set; it evaluates on the rest."""
   from torch.utils.data import DataLoader
   from datasets import DatasetSplit
   chosen = set(proxy_indices)
   rest = [i for i in range(len(data.test_set)) if i not in chosen]
   central_node.validate_set = DataLoader(DatasetSplit(data.test_set, proxy_indices),
-                                         batch_size=args.validate_batchsize, shuffle=True)
+                                         batch_size=args.validate_batchsize, shuffle=shuffle)
   central_node.local_data = DataLoader(DatasetSplit(data.test_set, rest),
                                        batch_size=args.batchsize, shuffle=True)
 
 
-def train_on_whole_share(node_class):
+def train_on_whole_share(node_class, in_order):
   """With --client_valid_ratio=0 every client trains on its whole share.
 
   The code always builds a loader for the held-out part, which fails when that part
   is empty; the driver never evaluates on it. The shuffle stays, so the numpy random
-  stream advances as in the code.
+  stream advances as in the code, unless `in_order`: then the share keeps the order
+  it was given in and its loader never shuffles.
   """
   import numpy as np
   from torch.utils.data import DataLoader
@@ -132,9 +140,10 @@ def train_on_whole_share(node_class):
 
   def split(self, idxs, train_set, valid_ratio):
     del valid_ratio
-    np.random.shuffle(idxs)
+    if not in_order:
+      np.random.shuffle(idxs)
     return DataLoader(DatasetSplit(train_set, idxs), batch_size=self.args.batchsize,
-                      num_workers=0, shuffle=True), None
+                      num_workers=0, shuffle=not in_order), None
   node_class.train_val_split = split
 
 
@@ -151,7 +160,7 @@ def run(flags):
   from datasets import Data
   from nodes import Node
   if flags.client_valid_ratio == 0:
-    train_on_whole_share(Node)
+    train_on_whole_share(Node, flags.in_order)
   from utils import setup_seed, validate, lr_scheduler
   from client_funct import Client_update
   from server_funct import (receive_client_models, fedlaw_optimization,
@@ -173,8 +182,11 @@ def run(flags):
   central_node = Node(-1, data.test_loader[0], data.test_set, args)
   if flags.inputs:
     proxy_path = os.path.join(flags.inputs, 'proxy.json')
+    if flags.in_order and not os.path.exists(proxy_path):
+      sys.exit(f'--in_order: {proxy_path} is missing, and the code would draw and shuffle its own proxy set')
     if os.path.exists(proxy_path):
-      replace_proxy_set(central_node, data, official_cpu.read_indices(proxy_path), args)
+      replace_proxy_set(central_node, data, official_cpu.read_indices(proxy_path), args,
+                        shuffle=not flags.in_order)
     initial = official_cpu.read_model_file(os.path.join(flags.inputs, 'initial_model.pt'),
                                            parameter_names(central_node.model))
     central_node.model.load_param(flatten(initial))
@@ -220,7 +232,9 @@ def read_rows(path):
 
 
 def compare(trace_path, metrics_path):
-  """Per round: accuracy, gamma and the lambdas' entropy of both runs; then each run's last-10 mean."""
+  """Per round: accuracy, gamma and the lambdas' entropy of both runs; their mean absolute
+  differences; then each run's last-10 mean. Either file may be a trace or a metrics.csv,
+  so two fedkit runs compare too (a control for how far float rounding alone moves a run)."""
   official, fedkit = read_rows(trace_path), read_rows(metrics_path)
   columns = (('test_accuracy', 'acc', 100), ('gamma', 'gamma', 1), ('lambda_entropy', 'H(lambda)', 1),
              ('lambda_max', 'max lambda', 1))
@@ -233,6 +247,12 @@ def compare(trace_path, metrics_path):
       for row in (official[t], mine):
         cells.append(f'{float(row.get(key) or "nan") * scale:20.4f}')
     print(f'{t:5d} ' + ' '.join(cells))
+  common = [t for t in sorted(official) if t in fedkit]
+  if common:
+    gaps = ', '.join(
+        f'{label} {sum(abs(float(official[t][key]) - float(fedkit[t][key])) for t in common) * scale / len(common):.4f}'
+        for key, label, scale in columns)
+    print(f'mean absolute difference over rounds {common[0]}-{common[-1]}: {gaps}')
   for name, rows in (('official', official), ('fedkit', fedkit)):
     last = [float(rows[t]['test_accuracy']) for t in sorted(rows)[-10:] if rows[t].get('test_accuracy')]
     if last:
