@@ -102,293 +102,402 @@ std::vector<int> Server::DrawCohort(int num_clients, int round) const {
   return SampleCohort(num_clients, config_.clients_per_round, config_.seed, round);
 }
 
-absl::StatusOr<Server::RoundOutcome> Server::RunRound(int round, ModelState& global) {
-  const int num_clients = static_cast<int>(clients_.size());
-  const std::vector<int> cohort = DrawCohort(num_clients, round);
-  Collective* const group = config_.collective;
-  const int rank = group != nullptr ? group->rank() : 0;
+// One round's state and its steps, in the order RunRound calls them. Worker threads
+// (several workers) train clients into `slots_` while this thread consumes them in
+// cohort order; the destructor joins any still running, so an error returned from
+// a step never leaves a thread behind.
+class Server::Round {
+ public:
+  Round(Server& server, int round, ModelState& global)
+      : server_(server),
+        round_(round),
+        global_(global),
+        group_(server.config_.collective),
+        rank_(group_ != nullptr ? group_->rank() : 0),
+        cohort_(server.DrawCohort(static_cast<int>(server.clients_.size()), round)) {}
+  ~Round() { JoinWorkers(); }
+  Round(const Round&) = delete;
+  Round& operator=(const Round&) = delete;
 
-  context_.round = round;
-  context_.round_seed = DeriveSeed(config_.seed, SeedStream::kServerRound, {static_cast<uint64_t>(round)});
-  context_.diagnostics.clear();
-  context_.evaluation_model.reset();
-  context_.evaluation_predictor = nullptr;
-  SetStage(round, "configuring");
-  EnterPhase(RoundPhase::kServer);
-  FL_ASSIGN_OR_RETURN(RoundPlan plan, aggregator_->Configure(global, context_));
+  // Fills the round's fields of the context, asks the aggregator for its plan and
+  // decides how a distributed run moves updates: each rank accumulates its own and
+  // the partial sums are all-reduced, or every update goes to rank 0.
+  absl::Status Configure();
+  // Starts the clients this process owns: on worker threads, or (one worker) one by
+  // one on this thread as Take asks for them.
+  void StartTraining();
+  // Rank 0 receives every rank's outcomes and consumes all cohort positions; the
+  // others consume none.
+  absl::Status GatherToRankZero();
+  // Checks each consumed outcome, counts it, and accumulates it (or, with norm
+  // screening, holds it); then waits for the workers.
+  void ConsumeUpdates();
+  // With norm screening: rejects the held updates above the limit, accumulates the rest.
+  void ScreenHeldUpdates();
+  // Gathering: rank 0's verdicts back to the clients' owners, with the round's count.
+  absl::Status SendVerdicts();
+  // Reducing: sums the aggregators' partial sums and the round's counters over the
+  // ranks; rank 0 merges the sums.
+  absl::Status ReducePartialSums();
+  // The new global model (rank 0's, then every rank's), or the model kept when no
+  // update was accepted without error.
+  absl::StatusOr<RoundOutcome> Finish();
+
+  bool gathering() const { return gather_; }
+  bool reducing() const { return reduce_; }
+
+ private:
+  absl::StatusOr<ClientUpdate> Take(size_t i);
+  void Acknowledge(size_t i, bool verdict);
+  void Reject(size_t i, const std::string& reason, const absl::Status& status);
+  void Accumulate(size_t i, ClientUpdate update);
+  void JoinWorkers();
+  bool owned(size_t i) const {
+    return group_ == nullptr || server_.config_.client_ranks[cohort_[i]] == rank_;
+  }
+
+  Server& server_;
+  const int round_;
+  ModelState& global_;
+  Collective* const group_;
+  const int rank_;
+  const std::vector<int> cohort_;
+  RoundPlan plan_;
+  bool screen_norms_ = false;
+  bool reduce_ = false;
+  bool gather_ = false;
+  // The cohort positions this process trains, and those it screens and accumulates.
+  std::vector<size_t> own_;
+  std::vector<size_t> consumed_;
+  // What the clients start from: the server's model, or their copy of it.
+  const ModelState* start_ = nullptr;
+  int num_workers_ = 1;
+  std::vector<std::optional<absl::StatusOr<ClientUpdate>>> slots_;
+  absl::Mutex mutex_;
+  std::atomic<size_t> next_{0};
+  std::vector<std::thread> workers_;
+
+  RoundOutcome outcome_;
+  double loss_weighted_ = 0.0;
+  int64_t examples_ = 0;
+  absl::Status first_error_;
+  // The server's verdict per cohort position.
+  std::vector<uint8_t> accepted_;
+  std::vector<std::pair<size_t, ClientUpdate>> held_;
+};
+
+absl::Status Server::Round::Configure() {
+  ServerContext& context = server_.context_;
+  context.round = round_;
+  context.round_seed =
+      DeriveSeed(server_.config_.seed, SeedStream::kServerRound, {static_cast<uint64_t>(round_)});
+  context.diagnostics.clear();
+  context.evaluation_model.reset();
+  context.evaluation_predictor = nullptr;
+  server_.SetStage(round_, "configuring");
+  server_.EnterPhase(RoundPhase::kServer);
+  FL_ASSIGN_OR_RETURN(plan_, server_.aggregator_->Configure(global_, context));
 
   // With norm screening, the updates that pass the other checks wait (in cohort
   // order) until the round's median norm is known: a distributed run then
   // screens them all on rank 0.
-  const bool screen_norms = config_.max_norm_to_median > 0;
-  // Distributed: each rank accumulates its own updates and the sums are
-  // all-reduced, or every update goes to rank 0.
-  const bool reduce = group != nullptr && !config_.gather_updates && !screen_norms &&
-                      aggregator_->PartialSums().has_value();
-  const bool gather = group != nullptr && !reduce;
-  if (group != nullptr) {
-    LOG_FIRST_N(INFO, 1) << (reduce ? "c10d: the aggregator's partial sums all-reduced each round"
-                                    : "c10d: every update gathered to rank 0 each round");
+  screen_norms_ = server_.config_.max_norm_to_median > 0;
+  reduce_ = group_ != nullptr && !server_.config_.gather_updates && !screen_norms_ &&
+            server_.aggregator_->PartialSums().has_value();
+  gather_ = group_ != nullptr && !reduce_;
+  if (group_ != nullptr) {
+    LOG_FIRST_N(INFO, 1) << (reduce_ ? "c10d: the aggregator's partial sums all-reduced each round"
+                                     : "c10d: every update gathered to rank 0 each round");
   }
-  // The cohort positions this process trains.
-  std::vector<size_t> own;
-  for (size_t i = 0; i < cohort.size(); ++i) {
-    if (group == nullptr || config_.client_ranks[cohort[i]] == rank) own.push_back(i);
+  for (size_t i = 0; i < cohort_.size(); ++i) {
+    if (owned(i)) own_.push_back(i);
   }
+  consumed_ = own_;
+  slots_.resize(cohort_.size());
+  accepted_.assign(cohort_.size(), 0);
+  return absl::OkStatus();
+}
 
-  SetStage(round, "training");
-  EnterPhase(RoundPhase::kClients);
-  // What the clients start from: the server's model, or their copy of it.
-  const ModelState& start = lossy_download() ? *progress_.clients_copy : global;
-  // With several workers, they fill the slots in any order and this thread consumes
-  // them in cohort order. With one, this thread trains each client itself: no
-  // thread (and no OpenMP team for a new thread) is created per round.
-  const int num_workers = std::max(1, std::min<int>(config_.workers, own.size()));
-  std::vector<std::optional<absl::StatusOr<ClientUpdate>>> slots(cohort.size());
-  absl::Mutex mutex;
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t j = next++; j < own.size(); j = next++) {
-      absl::StatusOr<ClientUpdate> update = clients_[cohort[own[j]]]->Train(start, plan, round);
-      absl::MutexLock lock(&mutex);
-      slots[own[j]] = std::move(update);
-    }
-  };
-  std::vector<std::thread> workers;
-  if (num_workers > 1) {
-    for (int w = 0; w < num_workers; ++w) workers.emplace_back(work);
+void Server::Round::StartTraining() {
+  server_.SetStage(round_, "training");
+  server_.EnterPhase(RoundPhase::kClients);
+  start_ = server_.lossy_download() ? &*server_.progress_.clients_copy : &global_;
+  // With one worker this thread trains each client itself (in Take): no thread, and
+  // no OpenMP team for a new thread, is created per round.
+  num_workers_ = std::max(1, std::min<int>(server_.config_.workers, own_.size()));
+  if (num_workers_ == 1) return;
+  for (int w = 0; w < num_workers_; ++w) {
+    workers_.emplace_back([this] {
+      for (size_t j = next_++; j < own_.size(); j = next_++) {
+        const size_t i = own_[j];
+        absl::StatusOr<ClientUpdate> update =
+            server_.clients_[cohort_[i]]->Train(*start_, plan_, round_);
+        absl::MutexLock lock(&mutex_);
+        slots_[i] = std::move(update);
+      }
+    });
   }
-  // Cohort position i's outcome, in cohort order of the calls.
-  auto take = [&](size_t i) -> absl::StatusOr<ClientUpdate> {
-    if (num_workers == 1 && !slots[i].has_value()) return clients_[cohort[i]]->Train(start, plan, round);
-    absl::MutexLock lock(&mutex);
-    mutex.Await(absl::Condition(
-        +[](std::optional<absl::StatusOr<ClientUpdate>>* slot) { return slot->has_value(); },
-        &slots[i]));
-    absl::StatusOr<ClientUpdate> update = std::move(*slots[i]);
-    slots[i].reset();
-    return update;
-  };
+}
 
-  // Which positions this process screens and accumulates: all of them on rank 0
-  // when gathering (none on the others), else its own.
-  std::vector<size_t> consumed = own;
-  if (gather) {
-    std::vector<IndexedUpdate> mine;
-    for (size_t i : own) mine.push_back({static_cast<int>(i), take(i)});
-    SetStage(round, "sending updates to rank 0");
-    FL_ASSIGN_OR_RETURN(std::vector<std::string> messages,
-                        group->Gather(rank == 0 ? std::string() : SerializeUpdates(mine)));
-    consumed.clear();
-    if (rank == 0) {
-      for (IndexedUpdate& update : mine) slots[update.cohort_index] = std::move(update.update);
-      for (int r = 1; r < group->world_size(); ++r) {
-        const std::string source = absl::StrCat("round ", round, ": updates from rank ", r);
-        FL_ASSIGN_OR_RETURN(std::vector<IndexedUpdate> theirs,
-                            ParseUpdates(messages[r], context_.device, source));
-        for (IndexedUpdate& update : theirs) {
-          const size_t i = update.cohort_index;
-          if (i >= cohort.size() || config_.client_ranks[cohort[i]] != r || slots[i].has_value()) {
-            return absl::DataLossError(absl::StrCat(source, ": cohort position ", i,
-                                                    " is not one of rank ", r, "'s this round"));
-          }
-          slots[i] = std::move(update.update);
-        }
+absl::StatusOr<ClientUpdate> Server::Round::Take(size_t i) {
+  if (num_workers_ == 1 && !slots_[i].has_value()) {
+    return server_.clients_[cohort_[i]]->Train(*start_, plan_, round_);
+  }
+  absl::MutexLock lock(&mutex_);
+  mutex_.Await(absl::Condition(
+      +[](std::optional<absl::StatusOr<ClientUpdate>>* slot) { return slot->has_value(); },
+      &slots_[i]));
+  absl::StatusOr<ClientUpdate> update = std::move(*slots_[i]);
+  slots_[i].reset();
+  return update;
+}
+
+void Server::Round::JoinWorkers() {
+  for (std::thread& t : workers_) t.join();
+  workers_.clear();
+}
+
+absl::Status Server::Round::GatherToRankZero() {
+  std::vector<IndexedUpdate> mine;
+  for (size_t i : own_) mine.push_back({static_cast<int>(i), Take(i)});
+  server_.SetStage(round_, "sending updates to rank 0");
+  FL_ASSIGN_OR_RETURN(std::vector<std::string> messages,
+                      group_->Gather(rank_ == 0 ? std::string() : SerializeUpdates(mine)));
+  consumed_.clear();
+  if (rank_ != 0) return absl::OkStatus();
+  for (IndexedUpdate& update : mine) slots_[update.cohort_index] = std::move(update.update);
+  const std::vector<int>& ranks = server_.config_.client_ranks;
+  for (int r = 1; r < group_->world_size(); ++r) {
+    const std::string source = absl::StrCat("round ", round_, ": updates from rank ", r);
+    FL_ASSIGN_OR_RETURN(std::vector<IndexedUpdate> theirs,
+                        ParseUpdates(messages[r], server_.context_.device, source));
+    for (IndexedUpdate& update : theirs) {
+      const size_t i = update.cohort_index;
+      if (i >= cohort_.size() || ranks[cohort_[i]] != r || slots_[i].has_value()) {
+        return absl::DataLossError(absl::StrCat(source, ": cohort position ", i,
+                                                " is not one of rank ", r, "'s this round"));
       }
-      for (size_t i = 0; i < cohort.size(); ++i) {
-        if (!slots[i].has_value()) {
-          return absl::DataLossError(absl::StrCat("round ", round, ": no outcome for client ",
-                                                  cohort[i], " from rank ",
-                                                  config_.client_ranks[cohort[i]]));
-        }
-        consumed.push_back(i);
-      }
+      slots_[i] = std::move(update.update);
     }
   }
+  for (size_t i = 0; i < cohort_.size(); ++i) {
+    if (!slots_[i].has_value()) {
+      return absl::DataLossError(absl::StrCat("round ", round_, ": no outcome for client ",
+                                              cohort_[i], " from rank ", ranks[cohort_[i]]));
+    }
+    consumed_.push_back(i);
+  }
+  return absl::OkStatus();
+}
 
-  RoundOutcome outcome;
+void Server::Round::Acknowledge(size_t i, bool verdict) {
+  accepted_[i] = verdict;
+  // A client owned here hears the verdict at once; the others through SendVerdicts.
+  if (owned(i)) server_.clients_[cohort_[i]]->Acknowledge(verdict);
+}
+
+void Server::Round::Reject(size_t i, const std::string& reason, const absl::Status& status) {
+  Acknowledge(i, false);
+  ++outcome_.rejected;
+  ++outcome_.rejected_by_reason[reason];
+  LOG(WARNING) << "round " << round_ << ": update of client " << server_.clients_[cohort_[i]]->id()
+               << " rejected (" << reason << "): " << status;
+  if (first_error_.ok()) first_error_ = status;
+}
+
+void Server::Round::Accumulate(size_t i, ClientUpdate update) {
+  const double loss = update.metrics.count("train_loss") ? update.metrics["train_loss"] : 0.0;
+  const int64_t n = update.num_examples;
+  const int64_t steps = update.local_steps;
+  absl::Status status = server_.aggregator_->Accumulate(std::move(update), server_.context_);
+  if (!status.ok()) {
+    Reject(i, "aggregator", status);
+    return;
+  }
+  Acknowledge(i, true);
+  outcome_.local_steps += steps;
+  loss_weighted_ += loss * n;
+  examples_ += n;
+  ++outcome_.accepted;
+}
+
+void Server::Round::ConsumeUpdates() {
+  const ServerConfig& config = server_.config_;
   const int64_t bytes_down_each =
-      (lossy_download() ? progress_.download_bytes : global.NumBytes()) + NumBytes(plan.broadcast);
-  double loss_weighted = 0.0;
-  int64_t examples = 0;
-  absl::Status first_error;
-  // The server's verdict per cohort position; a client owned here hears it at once.
-  std::vector<uint8_t> accepted(cohort.size(), 0);
-  auto acknowledge = [&](size_t i, bool verdict) {
-    accepted[i] = verdict;
-    if (group == nullptr || config_.client_ranks[cohort[i]] == rank) {
-      clients_[cohort[i]]->Acknowledge(verdict);
-    }
-  };
-  auto reject = [&](size_t i, const std::string& reason, const absl::Status& status) {
-    acknowledge(i, false);
-    ++outcome.rejected;
-    ++outcome.rejected_by_reason[reason];
-    LOG(WARNING) << "round " << round << ": update of client " << clients_[cohort[i]]->id()
-                 << " rejected (" << reason << "): " << status;
-    if (first_error.ok()) first_error = status;
-  };
-  auto accumulate = [&](size_t i, ClientUpdate update) {
-    const double loss = update.metrics.count("train_loss") ? update.metrics["train_loss"] : 0.0;
-    const int64_t n = update.num_examples;
-    const int64_t steps = update.local_steps;
-    absl::Status status = aggregator_->Accumulate(std::move(update), context_);
-    if (!status.ok()) {
-      reject(i, "aggregator", status);
-      return;
-    }
-    acknowledge(i, true);
-    outcome.local_steps += steps;
-    loss_weighted += loss * n;
-    examples += n;
-    ++outcome.accepted;
-  };
-  std::vector<std::pair<size_t, ClientUpdate>> held;
-  if (!consumed.empty()) SetStage(round, "accumulating");
-  for (size_t i : consumed) {
-    absl::StatusOr<ClientUpdate> update = take(i);
-    outcome.bytes_down += bytes_down_each;
+      (server_.lossy_download() ? server_.progress_.download_bytes : global_.NumBytes()) +
+      NumBytes(plan_.broadcast);
+  if (!consumed_.empty()) server_.SetStage(round_, "accumulating");
+  for (size_t i : consumed_) {
+    absl::StatusOr<ClientUpdate> update = Take(i);
+    outcome_.bytes_down += bytes_down_each;
     if (!update.ok()) {
-      reject(i, "training", update.status());
+      Reject(i, "training", update.status());
       continue;
     }
     if (update->planned_steps > 0 && update->local_steps == 0) {
-      ++outcome.dropped;
-      acknowledge(i, false);
+      ++outcome_.dropped;
+      Acknowledge(i, false);
       continue;
     }
-    outcome.bytes_up += update->bytes_sent;
-    if (Verdict verdict = CheckUpdate(global, *update); !verdict.status.ok()) {
-      reject(i, verdict.reason, verdict.status);
+    outcome_.bytes_up += update->bytes_sent;
+    if (Verdict verdict = CheckUpdate(global_, *update); !verdict.status.ok()) {
+      Reject(i, verdict.reason, verdict.status);
       continue;
     }
     if (update->local_steps < update->planned_steps) {
-      ++outcome.incomplete;
-      if (config_.incomplete == ServerConfig::Incomplete::kDrop) {
-        acknowledge(i, false);
+      ++outcome_.incomplete;
+      if (config.incomplete == ServerConfig::Incomplete::kDrop) {
+        Acknowledge(i, false);
         continue;
       }
-      if (config_.incomplete == ServerConfig::Incomplete::kScale) {
+      if (config.incomplete == ServerConfig::Incomplete::kScale) {
         // EFL's p_k = E p^k / s_k, for any aggregator: the parameters' step scaled.
         const double scale = static_cast<double>(update->planned_steps) / update->local_steps;
         // Parameters times scale (in place: + (scale - 1) x itself); buffers as they are.
         update->delta.Axpy(scale - 1.0, 0.0, ModelState(update->delta));
       }
     }
-    if (screen_norms) {
-      held.emplace_back(i, *std::move(update));
+    if (screen_norms_) {
+      held_.emplace_back(i, *std::move(update));
     } else {
-      accumulate(i, *std::move(update));
+      Accumulate(i, *std::move(update));
     }
   }
-  for (std::thread& t : workers) t.join();
-  if (!held.empty()) {
-    std::vector<double> norms;
-    for (const auto& [i, update] : held) norms.push_back(std::sqrt(update.delta.SquaredNorm()));
-    const double median = Median(norms);
-    const double limit = config_.max_norm_to_median * median;
-    for (size_t k = 0; k < held.size(); ++k) {
-      if (norms[k] > limit) {
-        reject(held[k].first, "norm",
-               absl::InvalidArgumentError(absl::StrFormat(
-                   "update norm %g exceeds %g x the round's median norm %g",
-                   norms[k], config_.max_norm_to_median, median)));
-      } else {
-        accumulate(held[k].first, std::move(held[k].second));
-      }
-    }
-  }
-  outcome.train_loss = examples > 0 ? loss_weighted / examples : 0.0;
-  if (gather) {
-    // The verdicts to the clients' owners, with the round's count.
-    SetStage(round, "receiving verdicts from rank 0");
-    std::vector<at::Tensor> verdicts{at::from_blob(accepted.data(), {static_cast<int64_t>(accepted.size())}, at::kByte).clone(),
-                                     at::tensor({static_cast<int64_t>(outcome.accepted)}, at::kLong)};
-    FL_RETURN_IF_ERROR(group->Broadcast(verdicts));
-    if (rank != 0) {
-      for (size_t i : own) clients_[cohort[i]]->Acknowledge(verdicts[0][i].item<uint8_t>() != 0);
-      outcome.accepted = static_cast<int>(verdicts[1].item<int64_t>());
-      if (outcome.accepted == 0 && first_error.ok()) {
-        first_error = absl::InternalError("rank 0 has the details");
-      }
-    }
-  }
-  if (reduce) {
-    SetStage(round, "summing the partial accumulations");
-    std::map<std::string, at::Tensor> sums = *aggregator_->PartialSums();
-    std::vector<at::Tensor> tensors;
-    for (const auto& [name, tensor] : sums) tensors.push_back(tensor);
-    std::vector<double> counters = {loss_weighted,
-                                    static_cast<double>(examples),
-                                    static_cast<double>(outcome.accepted),
-                                    static_cast<double>(outcome.rejected),
-                                    static_cast<double>(outcome.incomplete),
-                                    static_cast<double>(outcome.dropped),
-                                    static_cast<double>(outcome.bytes_up),
-                                    static_cast<double>(outcome.bytes_down),
-                                    static_cast<double>(outcome.local_steps),
-                                    first_error.ok() ? 0.0 : 1.0};
-    for (const char* reason : kRejectionReasons) {
-      counters.push_back(outcome.rejected_by_reason.count(reason) ? outcome.rejected_by_reason[reason] : 0);
-    }
-    tensors.push_back(at::tensor(counters, at::kDouble));
-    FL_RETURN_IF_ERROR(group->AllReduceSum(tensors));
-    const at::Tensor total = tensors.back();
-    tensors.pop_back();
-    size_t k = 0;
-    for (auto& [name, tensor] : sums) tensor = tensors[k++];
-    auto count = [&](int index) { return static_cast<int64_t>(total[index].item<double>()); };
-    outcome.train_loss = count(1) > 0 ? total[0].item<double>() / total[1].item<double>() : 0.0;
-    outcome.accepted = static_cast<int>(count(2));
-    outcome.rejected = static_cast<int>(count(3));
-    outcome.incomplete = static_cast<int>(count(4));
-    outcome.dropped = static_cast<int>(count(5));
-    outcome.bytes_up = count(6);
-    outcome.bytes_down = count(7);
-    outcome.local_steps = count(8);
-    if (count(9) > 0 && first_error.ok()) {
-      first_error = absl::InternalError("the ranks that rejected them have the details");
-    }
-    outcome.rejected_by_reason.clear();
-    for (size_t r = 0; r < std::size(kRejectionReasons); ++r) {
-      if (count(10 + r) > 0) outcome.rejected_by_reason[kRejectionReasons[r]] = count(10 + r);
-    }
-    if (rank == 0 && outcome.accepted > 0) {
-      FL_RETURN_IF_ERROR(aggregator_->MergePartialSums(std::move(sums)));
-    }
-  }
-  EnterPhase(RoundPhase::kServer);
+  JoinWorkers();
+}
 
-  if (outcome.accepted == 0) {
-    if (first_error.ok()) {
-      if (cohort.empty()) {
-        LOG(WARNING) << "round " << round << ": Poisson sampling drew no client; the model is kept";
-      } else {
-        // Every client dropped out or was left out as incomplete: the model stays.
-        LOG(WARNING) << "round " << round << ": no update to aggregate (" << outcome.dropped
-                     << " dropped out, " << outcome.incomplete << " incomplete); the model is kept";
-      }
-      outcome.train_loss = 0.0;
-      return outcome;
-    }
-    return absl::Status(first_error.code(),
-                        absl::StrCat("round ", round, ": every update was rejected; first: ",
-                                     first_error.message()));
-  }
-  if (rank == 0) {
-    SetStage(round, "finalizing");
-    FL_ASSIGN_OR_RETURN(ModelState aggregated, aggregator_->Finalize(global, context_));
-    if (lossy_download()) Broadcast(global, aggregated);
-    global = std::move(aggregated);
-    if (!global.AllFinite()) {
-      return absl::InternalError(absl::StrCat("round ", round, ": the aggregated model is not finite"));
+void Server::Round::ScreenHeldUpdates() {
+  if (held_.empty()) return;
+  std::vector<double> norms;
+  for (const auto& [i, update] : held_) norms.push_back(std::sqrt(update.delta.SquaredNorm()));
+  const double median = Median(norms);
+  const double multiple = server_.config_.max_norm_to_median;
+  for (size_t k = 0; k < held_.size(); ++k) {
+    if (norms[k] > multiple * median) {
+      Reject(held_[k].first, "norm",
+             absl::InvalidArgumentError(
+                 absl::StrFormat("update norm %g exceeds %g x the round's median norm %g",
+                                 norms[k], multiple, median)));
+    } else {
+      Accumulate(held_[k].first, std::move(held_[k].second));
     }
   }
-  if (group != nullptr) {
-    SetStage(round, "receiving the model from rank 0");
-    FL_RETURN_IF_ERROR(SyncFromRankZero(global));
+  held_.clear();
+}
+
+absl::Status Server::Round::SendVerdicts() {
+  server_.SetStage(round_, "receiving verdicts from rank 0");
+  std::vector<at::Tensor> verdicts{
+      at::from_blob(accepted_.data(), {static_cast<int64_t>(accepted_.size())}, at::kByte).clone(),
+      at::tensor({static_cast<int64_t>(outcome_.accepted)}, at::kLong)};
+  FL_RETURN_IF_ERROR(group_->Broadcast(verdicts));
+  if (rank_ == 0) return absl::OkStatus();
+  for (size_t i : own_) {
+    server_.clients_[cohort_[i]]->Acknowledge(verdicts[0][i].item<uint8_t>() != 0);
   }
-  return outcome;
+  outcome_.accepted = static_cast<int>(verdicts[1].item<int64_t>());
+  if (outcome_.accepted == 0 && first_error_.ok()) {
+    first_error_ = absl::InternalError("rank 0 has the details");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Server::Round::ReducePartialSums() {
+  server_.SetStage(round_, "summing the partial accumulations");
+  std::map<std::string, at::Tensor> sums = *server_.aggregator_->PartialSums();
+  std::vector<at::Tensor> tensors;
+  for (const auto& [name, tensor] : sums) tensors.push_back(tensor);
+  RoundOutcome& o = outcome_;
+  std::vector<double> counters = {loss_weighted_,
+                                  static_cast<double>(examples_),
+                                  static_cast<double>(o.accepted),
+                                  static_cast<double>(o.rejected),
+                                  static_cast<double>(o.incomplete),
+                                  static_cast<double>(o.dropped),
+                                  static_cast<double>(o.bytes_up),
+                                  static_cast<double>(o.bytes_down),
+                                  static_cast<double>(o.local_steps),
+                                  first_error_.ok() ? 0.0 : 1.0};
+  for (const char* reason : kRejectionReasons) {
+    counters.push_back(o.rejected_by_reason.count(reason) ? o.rejected_by_reason[reason] : 0);
+  }
+  tensors.push_back(at::tensor(counters, at::kDouble));
+  FL_RETURN_IF_ERROR(group_->AllReduceSum(tensors));
+  const at::Tensor total = tensors.back();
+  tensors.pop_back();
+  size_t k = 0;
+  for (auto& [name, tensor] : sums) tensor = tensors[k++];
+  auto count = [&](int index) { return static_cast<int64_t>(total[index].item<double>()); };
+  o.train_loss = count(1) > 0 ? total[0].item<double>() / total[1].item<double>() : 0.0;
+  o.accepted = static_cast<int>(count(2));
+  o.rejected = static_cast<int>(count(3));
+  o.incomplete = static_cast<int>(count(4));
+  o.dropped = static_cast<int>(count(5));
+  o.bytes_up = count(6);
+  o.bytes_down = count(7);
+  o.local_steps = count(8);
+  if (count(9) > 0 && first_error_.ok()) {
+    first_error_ = absl::InternalError("the ranks that rejected them have the details");
+  }
+  o.rejected_by_reason.clear();
+  for (size_t r = 0; r < std::size(kRejectionReasons); ++r) {
+    if (count(10 + r) > 0) o.rejected_by_reason[kRejectionReasons[r]] = count(10 + r);
+  }
+  if (rank_ == 0 && o.accepted > 0) {
+    FL_RETURN_IF_ERROR(server_.aggregator_->MergePartialSums(std::move(sums)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Server::RoundOutcome> Server::Round::Finish() {
+  server_.EnterPhase(RoundPhase::kServer);
+  // Reduced, it is every rank's already; else this process's clients' (none off rank 0
+  // when gathering), weighted by their examples.
+  if (!reduce_) outcome_.train_loss = examples_ > 0 ? loss_weighted_ / examples_ : 0.0;
+  if (outcome_.accepted == 0) {
+    if (!first_error_.ok()) {
+      return absl::Status(first_error_.code(),
+                          absl::StrCat("round ", round_, ": every update was rejected; first: ",
+                                       first_error_.message()));
+    }
+    if (cohort_.empty()) {
+      LOG(WARNING) << "round " << round_ << ": Poisson sampling drew no client; the model is kept";
+    } else {
+      // Every client dropped out or was left out as incomplete: the model stays.
+      LOG(WARNING) << "round " << round_ << ": no update to aggregate (" << outcome_.dropped
+                   << " dropped out, " << outcome_.incomplete << " incomplete); the model is kept";
+    }
+    outcome_.train_loss = 0.0;
+    return outcome_;
+  }
+  if (rank_ == 0) {
+    server_.SetStage(round_, "finalizing");
+    FL_ASSIGN_OR_RETURN(ModelState aggregated,
+                        server_.aggregator_->Finalize(global_, server_.context_));
+    if (server_.lossy_download()) server_.Broadcast(global_, aggregated);
+    global_ = std::move(aggregated);
+    if (!global_.AllFinite()) {
+      return absl::InternalError(
+          absl::StrCat("round ", round_, ": the aggregated model is not finite"));
+    }
+  }
+  if (group_ != nullptr) {
+    server_.SetStage(round_, "receiving the model from rank 0");
+    FL_RETURN_IF_ERROR(server_.SyncFromRankZero(global_));
+  }
+  return outcome_;
+}
+
+absl::StatusOr<Server::RoundOutcome> Server::RunRound(int round, ModelState& global) {
+  Round step(*this, round, global);
+  FL_RETURN_IF_ERROR(step.Configure());
+  step.StartTraining();
+  if (step.gathering()) FL_RETURN_IF_ERROR(step.GatherToRankZero());
+  step.ConsumeUpdates();
+  step.ScreenHeldUpdates();
+  if (step.gathering()) FL_RETURN_IF_ERROR(step.SendVerdicts());
+  if (step.reducing()) FL_RETURN_IF_ERROR(step.ReducePartialSums());
+  return step.Finish();
 }
 
 absl::Status Server::ReportRanks() {

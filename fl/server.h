@@ -153,8 +153,13 @@ class Server {
     int64_t local_steps = 0;
   };
 
+  // One round's state and steps (fl/server.cc).
+  class Round;
+
   // The round's cohort positions, sorted (ServerConfig says how they are drawn).
   std::vector<int> DrawCohort(int num_clients, int round) const;
+  // Samples, trains, screens and accumulates the cohort's updates, and finalises
+  // the new global model: Round's steps in order.
   absl::StatusOr<RoundOutcome> RunRound(int round, ModelState& global);
   // The rounds after progress_.rounds_done.
   absl::StatusOr<ModelState> RunFrom();
