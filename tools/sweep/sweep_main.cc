@@ -30,7 +30,8 @@
 // warning, a mark in table.md, and --rerun_stale runs it again. A run folder
 // without summary.json (a run that was stopped or failed) continues from its
 // checkpoint.fkc when it has one of this sweep's spec (run_experiment --resume),
-// else is deleted and run again from the start.
+// else is deleted and run again from the start. So one sweep at a time per results
+// folder: while one runs it holds <out>/.sweep.lock, and a second exits 1 at once.
 //
 //   --out=DIR       the results folder, instead of the file's `out`
 //   --jobs=N        runs at a time, instead of the file's `jobs` (default 2)
@@ -61,7 +62,9 @@
 // written), 2 the sweep file or the command line is wrong (nothing ran), 3
 // stopped by SIGINT or SIGTERM.
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -290,6 +293,22 @@ absl::StatusOr<LaunchOutcome> Launch(const Sweep& sweep, const std::vector<const
   fs::create_directories(sweep.out, error);
   if (error)
     return absl::InternalError(absl::StrCat("cannot create ", sweep.out, ": ", error.message()));
+  // A second sweep in the same folder would delete the first's unfinished runs
+  // (below) while they run. The kernel drops the lock when this process ends.
+  const std::string lock_path = (fs::path(sweep.out) / ".sweep.lock").string();
+  const int lock = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock < 0) return absl::InternalError(absl::StrCat("cannot open ", lock_path));
+  if (flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    close(lock);
+    return absl::FailedPreconditionError(
+        absl::StrCat("another sweep is running in ", RelativeTo(sweep.out, UserDir()),
+                     " (it holds ", lock_path,
+                     "); wait for it to end, or give this one another --out"));
+  }
+  struct LockRelease {
+    int fd;
+    ~LockRelease() { close(fd); }
+  } release{lock};
 
   std::vector<Job> jobs;
   for (const Run* run : to_run) {

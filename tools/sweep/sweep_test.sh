@@ -1,7 +1,8 @@
 #!/bin/bash
 # The sweep tool end to end on a tiny Fashion-MNIST spec: a sweep of 2 variants x
 # 2 seeds runs and reports; run again, nothing runs and the reports are the same;
-# a run without its summary continues from its checkpoint;
+# a run without its summary continues from its checkpoint; a second sweep in a
+# folder another one holds refuses to start;
 # a changed sweep marks its runs stale; a bad override stops everything before a
 # run folder exists (exit 2); a run that fails is reported while the others
 # finish (exit 1). Bazel runs this in the runfiles root.
@@ -66,6 +67,16 @@ grep -q "resuming after round 3 of 3" "$out/fedexp_seed2.log" || fail "resume: n
 [[ $(grep -c '^\[sweep\] {"how": "exit 0"' "$out/fedexp_seed2.log") -eq 2 ]] ||
   fail "resume: the first attempt's log is gone"
 cmp -s <(cut -d, -f1-7 "$tmp/runs.csv") <(cut -d, -f1-7 "$out/runs.csv") || fail "resume: the metrics changed"
+
+# 2c. While another sweep holds the folder, a second one refuses to start (exit 1)
+# and touches no run; once the lock is free it runs as before.
+rm "$out/fedavg_seed1/summary.json"
+flock "$out/.sweep.lock" "$sweep" --sweep="$example" --out="$out" > "$tmp/locked.txt" 2>&1 &&
+  fail "locked: a second sweep started"
+grep -qF "another sweep is running in" "$tmp/locked.txt" || { fail "locked: no message"; cat "$tmp/locked.txt"; }
+[[ -d "$out/fedavg_seed1" ]] || fail "locked: the held run's folder was removed"
+"$sweep" --sweep="$example" --out="$out" > "$tmp/unlocked.txt" 2>&1 || fail "unlocked: exit $?"
+[[ -f "$out/fedavg_seed1/summary.json" ]] || fail "unlocked: the run did not finish"
 
 # 3. The sweep asks for 4 rounds now: its runs are stale (kept, marked) until rerun.
 sed -e "s|^base_spec: .*|base_spec: \"$tiny\"|" -e 's|rounds: 3|rounds: 4|' "$example" \
