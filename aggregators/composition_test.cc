@@ -88,6 +88,20 @@ std::vector<Case> Cases() {
     cases.push_back({"elastic_over_" + base,
                      Aggregator("elastic", "ElasticOptions", "base { name: '" + base + "' }")});
   }
+  // Under differential privacy, every base that declares its sums' sensitivities,
+  // with adaptive clipping (the default) and with a fixed clip.
+  for (const std::string& base : aggregators.Names()) {
+    auto created = aggregators.Create(base, google::protobuf::Any());
+    if (!created.ok() || (*created)->properties().dp_sums.empty()) continue;
+    cases.push_back({"dp_fedavg_over_" + base,
+                     Aggregator("dp_fedavg", "DpFedAvgOptions", "base { name: '" + base + "' }")});
+    cases.push_back({"dp_fedavg_fixed_clip_over_" + base,
+                     Aggregator("dp_fedavg", "DpFedAvgOptions",
+                                "clip_norm: 0.5 noise_multiplier: 0.5 base { name: '" + base +
+                                    "' }")});
+  }
+  cases.push_back({"dp_fedavg_local", Aggregator("dp_fedavg", "DpFedAvgOptions",
+                                                 "mode: LOCAL clip_norm: 0.5 noise_multiplier: 0.1")});
   const auto& hooks = fl::Registry<fl::ClientHook>::Global();
   for (const std::string& hook : hooks.Names()) {
     auto created = hooks.Create(hook, google::protobuf::Any());
@@ -378,6 +392,14 @@ const std::map<std::string, HookEffects>& KnownEffects() {
       EXPECT_GE(counts.min().item<int64_t>(), 0);
       EXPECT_EQ(counts.sum().item<int64_t>(), kShare) << "it counts the client's whole share";
       EXPECT_GE(counts.gt(0).sum().item<int64_t>(), 2) << counts;
+    };
+
+    // Adaptive clipping's report: was the update within this round's C?
+    (*effects)["dp_clip"].extras["dp_clip/within_bound"] = [](const fl::ModelState& extra,
+                                                              const Arrival&) {
+      ASSERT_EQ(extra.size(), 1u);
+      const double within = extra.tensor(0).item<double>();
+      EXPECT_TRUE(within == 0.0 || within == 1.0) << within;
     };
 
     HookEffects& efl = (*effects)["efl"];

@@ -24,6 +24,7 @@
 #include <torch/utils.h>
 
 #include "aggregators/common/conformance_reasons.h"
+#include "aggregators/dp_fedavg/dp_fedavg_options.pb.h"
 #include "aggregators/efl/efl_options.pb.h"
 #include "aggregators/elastic/elastic_options.pb.h"
 #include "aggregators/norm_clip/norm_clip_options.pb.h"
@@ -166,6 +167,8 @@ class ConformanceTest : public ::testing::TestWithParam<std::string> {
     context_.round = 1;
     context_.round_seed = 5;
     context_.num_clients = 10;
+    context_.expected_cohort_size = 3;
+    context_.planned_rounds = 4;
   }
 
   // The parameter's aggregator: a registered name with default options, or a
@@ -680,6 +683,83 @@ TEST_P(DeclaredPropertiesTest, StepAwareAsDeclared) {
                                   "local_steps on "
                                 : " reads local_steps without declaring step_aware on ")
       << Describe(cohort);
+}
+
+// dp_sums as declared (fl::DpSum): every partial sum matches exactly one declared
+// prefix, and one more client (weight 1, parameter norm r, buffers zero) moves
+// the sums of deltas together by at most r, the sums of squared norms by at most
+// r^2, and every weight total and count by exactly 1. Its updates are trained
+// under dp_fedavg over this aggregator with a fixed clip C and no noise (so the
+// aggregator's own hooks see the clipped update): C = 0.01 clips every update to
+// r = C < 1, and clients starting from their own initialisations clipped at C = 4
+// give r > 1, which together tell C from C^2.
+TEST_P(DeclaredPropertiesTest, DpSumsAsDeclared) {
+  const std::vector<fl::DpSum> declared = Create()->properties().dp_sums;
+  if (declared.empty()) GTEST_SKIP() << GetParam() << " declares no DP sums";
+  for (const auto& [clip, own_init] : {std::pair{0.01, false}, std::pair{4.0, true}}) {
+    fedkit::aggregators::DpFedAvgOptions options;
+    options.set_clip_norm(clip);
+    options.set_noise_multiplier(0);
+    options.mutable_base()->set_name(AggregatorName());
+    if (auto variant = Variants().find(GetParam()); variant != Variants().end()) {
+      *options.mutable_base()->mutable_options() = variant->second.second;
+    }
+    google::protobuf::Any any;
+    any.PackFrom(options);
+    auto planner = fl::Registry<fl::Aggregator>::Global().Create("dp_fedavg", any);
+    ASSERT_TRUE(planner.ok()) << "dp_fedavg refuses a base that declares DP sums: "
+                              << planner.status();
+    std::vector<fl::ClientUpdate> updates;
+    for (const Client& client : {Client{1, 10, 3, own_init}, Client{2, 30, 3, own_init},
+                                 Client{3, 5, 3, own_init}}) {
+      updates.push_back(TrainedUpdate(**planner, client));
+      updates.back().num_examples = 1;
+      for (auto& entry : updates.back().delta.mutable_entries()) {
+        if (entry.is_buffer) entry.tensor.zero_();
+      }
+    }
+    const double r = std::sqrt(updates.back().delta.SquaredNorm());
+    ASSERT_NEAR(r, clip, 1e-5 * clip) << "the fixture's last update must be clipped to C";
+    std::map<std::string, at::Tensor> before, after;
+    for (bool with_last : {false, true}) {
+      auto aggregator = Create();
+      ASSERT_TRUE(aggregator->Configure(global_, context_).ok());
+      for (size_t k = 0; k < updates.size() - (with_last ? 0 : 1); ++k) {
+        ASSERT_TRUE(aggregator->Accumulate(fl::CloneUpdate(updates[k]), context_).ok());
+      }
+      auto sums = aggregator->PartialSums();
+      ASSERT_TRUE(sums.has_value()) << "declares DP sums but has no partial sums";
+      for (const auto& [name, sum] : *sums) (with_last ? after : before)[name] = sum.to(at::kDouble);
+    }
+    double update_moved = 0, squared_norm_moved = 0;
+    for (const auto& [name, sum] : after) {
+      const fl::DpSum* match = nullptr;
+      int matches = 0;
+      for (const fl::DpSum& d : declared) {
+        if (name.rfind(d.prefix, 0) == 0) {
+          match = &d;
+          ++matches;
+        }
+      }
+      ASSERT_EQ(matches, 1) << "partial sum \"" << name << "\" must match exactly one DP sum";
+      const at::Tensor moved = sum - before.at(name);
+      switch (match->role) {
+        case fl::DpSum::Role::kUpdateSum:
+          update_moved += moved.pow(2).sum().item<double>();
+          break;
+        case fl::DpSum::Role::kSquaredNormSum:
+          squared_norm_moved += moved.pow(2).sum().item<double>();
+          break;
+        case fl::DpSum::Role::kWeightTotal:
+        case fl::DpSum::Role::kCount:
+          EXPECT_NEAR(moved.item<double>(), 1.0, 1e-9) << name;
+          break;
+      }
+    }
+    EXPECT_LE(std::sqrt(update_moved), r * (1 + 1e-5)) << "C = " << clip;
+    EXPECT_GT(std::sqrt(update_moved), 0.0) << "the sums of deltas did not move";
+    EXPECT_LE(std::sqrt(squared_norm_moved), r * r * (1 + 1e-5)) << "C = " << clip;
+  }
 }
 
 TEST_P(DeclaredPropertiesTest, PartialSumsOrAReasonWhyNot) {

@@ -89,6 +89,8 @@ class HookConformanceTest : public ::testing::TestWithParam<std::string> {
     context_.proxy = &proxy_;
     context_.round = 1;
     context_.num_clients = 10;
+    context_.expected_cohort_size = 2;
+    context_.planned_rounds = 2;
     plan_.hooks.push_back({GetParam(), {}});
     const auto& aggregators = fl::Registry<fl::Aggregator>::Global();
     for (const std::string& name : aggregators.Names()) {

@@ -62,6 +62,14 @@ struct ServerContext {
   // The clients' SGD momentum (client.optimizer.momentum; 0 for none), for methods
   // whose algebra depends on the local optimiser (FedNova's effective steps).
   double client_momentum = 0.0;
+  // How cohorts are drawn, for methods whose guarantees depend on it (privacy
+  // accounting): the expected cohort size (server.clients_per_round; every client
+  // in one-shot mode), whether each client is drawn independently (Poisson
+  // sampling) rather than a fixed number without replacement, and the rounds the
+  // run plans.
+  int expected_cohort_size = 0;
+  bool poisson_sampling = false;
+  int planned_rounds = 0;
   // The test-split accuracy of a model, lent for diagnostics that trace a method's
   // own iterations (MA-Echo's); never for choosing a model. Empty when the server
   // has none.
@@ -77,6 +85,30 @@ struct ServerContext {
   // weights (the logit ensemble: logits for a batch of inputs); evaluation then
   // runs it instead of any model. Cleared every round.
   std::function<at::Tensor(const at::Tensor& inputs)> evaluation_predictor;
+};
+
+// How a group of an aggregator's partial sums responds to one client, for running
+// the aggregator under differential privacy (the dp_fedavg wrapper), which feeds it
+// updates of weight 1 (num_examples 1) whose parameter deltas have L2 norm <= C,
+// then noises or replaces these sums before the aggregator finalises from them.
+struct DpSum {
+  enum class Role {
+    // Sum of the clients' deltas: one client moves these sums together by at most
+    // C in L2 norm. Noised with standard deviation z C.
+    kUpdateSum,
+    // Sum of the clients' squared delta norms: one client moves it by at most C^2.
+    // Noised with standard deviation z C^2.
+    kSquaredNormSum,
+    // Sum of the clients' weights: one client adds exactly 1. Replaced by the
+    // expected cohort size, so the realised cohort (private) never divides a sum.
+    kWeightTotal,
+    // Number of updates: one client adds exactly 1. Replaced by the expected
+    // cohort size, rounded, at least 1.
+    kCount,
+  };
+  // The partial sums whose names start with this (each sum matches exactly one).
+  std::string prefix;
+  Role role = Role::kUpdateSum;
 };
 
 // Properties the shared conformance suite checks where they hold.
@@ -104,6 +136,13 @@ struct AggregatorProperties {
   // Its algebra assumes the clients run SGD (client.optimizer.kind SGD, momentum
   // allowed): validation refuses another optimiser, naming both.
   bool needs_local_sgd = false;
+  // Non-empty when the aggregation is a function of sums each of which has a
+  // bounded sensitivity to one client (see DpSum), so that it can run under
+  // client-level differential privacy: every partial sum's name matches exactly one
+  // entry. Empty: the aggregation is not such a function (medians, Krum, methods
+  // that keep every update or read per-client state), and DP refuses it. The
+  // conformance suite checks each declared sensitivity.
+  std::vector<DpSum> dp_sums;
 };
 
 class Aggregator {

@@ -625,6 +625,10 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   context.num_clients = spec.partition().num_clients();
   context.num_examples = federation_examples;
   context.client_momentum = spec.client().optimizer().momentum();
+  context.expected_cohort_size =
+      spec.server().one_shot() ? context.num_clients : spec.server().clients_per_round();
+  context.poisson_sampling = spec.server().cohort_sampling() == fedkit::ServerSpec::POISSON;
+  context.planned_rounds = spec.server().rounds();
 
   const int64_t eval_batch =
       spec.server().has_eval_batch_size() ? spec.server().eval_batch_size() : kDefaultEvalBatchSize;

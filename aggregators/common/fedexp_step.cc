@@ -19,6 +19,11 @@ void SquaredNormMean::AddPartialSums(absl::string_view prefix, NamedSums& sums) 
   sums[absl::StrCat(prefix, "total_weight")] = ScalarSum(total_weight_);
 }
 
+std::vector<fl::DpSum> SquaredNormMean::DpSums(absl::string_view prefix) {
+  return {{absl::StrCat(prefix, "weighted_sum"), fl::DpSum::Role::kSquaredNormSum},
+          {absl::StrCat(prefix, "total_weight"), fl::DpSum::Role::kWeightTotal}};
+}
+
 void SquaredNormMean::MergePartialSums(absl::string_view prefix, const NamedSums& sums) {
   weighted_sum_ = sums.at(absl::StrCat(prefix, "weighted_sum")).item<double>();
   total_weight_ = sums.at(absl::StrCat(prefix, "total_weight")).item<double>();

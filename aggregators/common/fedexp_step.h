@@ -52,6 +52,8 @@ class SquaredNormMean {
   // REQUIRES (merge): `sums` passed CheckPartialSums.
   void AddPartialSums(absl::string_view prefix, NamedSums& sums) const;
   void MergePartialSums(absl::string_view prefix, const NamedSums& sums);
+  // What those sums are under differential privacy (fl::DpSum).
+  static std::vector<fl::DpSum> DpSums(absl::string_view prefix);
 
  private:
   double weighted_sum_ = 0.0;

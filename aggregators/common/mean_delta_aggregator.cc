@@ -5,6 +5,12 @@
 
 namespace aggregators {
 
+fl::AggregatorProperties MeanDeltaAggregator::properties() const {
+  fl::AggregatorProperties properties;
+  properties.dp_sums = WeightedMean::DpSums("");
+  return properties;
+}
+
 absl::StatusOr<fl::RoundPlan> MeanDeltaAggregator::Configure(const fl::ModelState& global,
                                                              fl::ServerContext& context) {
   global_ = global;

@@ -19,6 +19,8 @@ class MeanDeltaAggregator : public fl::Aggregator {
  public:
   explicit MeanDeltaAggregator(double server_lr) : server_lr_(server_lr) {}
 
+  fl::AggregatorProperties properties() const override;
+
   absl::StatusOr<fl::RoundPlan> Configure(const fl::ModelState& global,
                                           fl::ServerContext& context) override;
   absl::Status Accumulate(fl::ClientUpdate update, fl::ServerContext& context) override;

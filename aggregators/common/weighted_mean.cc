@@ -57,6 +57,13 @@ void WeightedMean::MergePartialSums(absl::string_view prefix, const fl::ModelSta
   total_weight_ = sums.at(absl::StrCat(prefix, "total_weight")).item<double>();
 }
 
+std::vector<fl::DpSum> WeightedMean::DpSums(absl::string_view prefix) {
+  using Role = fl::DpSum::Role;
+  return {{absl::StrCat(prefix, "sum/"), Role::kUpdateSum},
+          {absl::StrCat(prefix, "total_weight"), Role::kWeightTotal},
+          {absl::StrCat(prefix, "count"), Role::kCount}};
+}
+
 double WeightOf(const fl::ClientUpdate& update, ClientWeighting weighting) {
   return weighting == ClientWeighting::kUniform ? 1.0 : static_cast<double>(update.num_examples);
 }

@@ -7,11 +7,13 @@
 // aggregator plugins share.
 
 #include <optional>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "aggregators/common/partial_sums.h"
+#include "fl/aggregator.h"
 #include "fl/client_update.h"
 #include "fl/model_state.h"
 
@@ -46,6 +48,9 @@ class WeightedMean {
   // REQUIRES: `sums` passed CheckPartialSums against them.
   void MergePartialSums(absl::string_view prefix, const fl::ModelState& global,
                         const NamedSums& sums);
+  // What those sums are under differential privacy (fl::DpSum): the weighted sum
+  // of deltas, the total weight and the count.
+  static std::vector<fl::DpSum> DpSums(absl::string_view prefix);
 
  private:
   std::optional<fl::ModelState> sum_;

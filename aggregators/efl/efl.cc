@@ -70,6 +70,7 @@ class Efl : public fl::Aggregator {
   fl::AggregatorProperties properties() const override {
     fl::AggregatorProperties properties = base_->properties();
     properties.client_hooks.push_back("efl");
+    properties.dp_sums.clear();  // its Fisher sums' sensitivity is not bounded
     return properties;
   }
 

@@ -81,6 +81,10 @@ class FedExp : public fl::Aggregator {
   fl::AggregatorProperties properties() const override {
     fl::AggregatorProperties properties;
     properties.client_hooks = {hook_.name};
+    properties.dp_sums = WeightedMean::DpSums("");
+    for (fl::DpSum& sum : SquaredNormMean::DpSums("sq_norm/")) {
+      properties.dp_sums.push_back(std::move(sum));
+    }
     return properties;
   }
 

@@ -268,6 +268,7 @@ class FedAvgM : public ServerOptimizer {
     fl::AggregatorProperties properties;
     properties.order_invariant = true;
     properties.single_client_identity = true;  // m_0 = Delta_0, and eta = 1 by default
+    properties.dp_sums = WeightedMean::DpSums("");
     return properties;
   }
 
@@ -309,6 +310,7 @@ class AdaptiveServerOptimizer : public ServerOptimizer {
     fl::AggregatorProperties properties;
     properties.order_invariant = true;
     properties.single_client_identity = false;
+    properties.dp_sums = WeightedMean::DpSums("");
     return properties;
   }
 

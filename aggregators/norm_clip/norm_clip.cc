@@ -88,6 +88,7 @@ class NormClip : public fl::Aggregator {
     // a fixed bound may not.
     properties.single_client_identity =
         properties.single_client_identity && !max_norm_.has_value() && median_multiple_ >= 1.0;
+    properties.dp_sums.clear();  // dp_fedavg clips itself; its base takes the base
     return properties;
   }
 

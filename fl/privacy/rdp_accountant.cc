@@ -98,6 +98,22 @@ absl::Status RdpAccountant::Compose(double sampling_rate, double noise_multiplie
   return absl::OkStatus();
 }
 
+absl::Status RdpAccountant::RestoreRdp(const std::vector<double>& rdp) {
+  if (rdp.size() != orders_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("rdp: holds ", rdp.size(),
+                                                   " values, one per order expected (",
+                                                   orders_.size(), ")"));
+  }
+  for (size_t i = 0; i < rdp.size(); ++i) {
+    if (!(rdp[i] >= 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rdp: value ", i, " (order ", orders_[i], ") must be >= 0, got ", rdp[i]));
+    }
+  }
+  rdp_ = rdp;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<EpsilonAndOrder> RdpAccountant::Epsilon(double delta, Conversion conversion) const {
   return EpsilonFromRdp(orders_, rdp_, delta, conversion);
 }

@@ -85,6 +85,12 @@ class RdpAccountant {
   absl::StatusOr<DeltaAndOrder> Delta(double epsilon,
                                       Conversion conversion = Conversion::kCks) const;
 
+  // Replaces the accumulated RDP by `rdp` (one value per order, as rdp() gives it:
+  // >= 0 or +infinity), for a run resumed from a checkpoint; the sampling is fixed
+  // again by the next Compose. Errors (InvalidArgument): a size other than the
+  // number of orders, a negative or NaN value. The accountant is then unchanged.
+  absl::Status RestoreRdp(const std::vector<double>& rdp);
+
   const std::vector<double>& orders() const { return orders_; }
   // Accumulated RDP at each order (+infinity where unbounded).
   const std::vector<double>& rdp() const { return rdp_; }

@@ -100,6 +100,25 @@ TEST(RdpAccountantTest, ReproducesTfPrivacyLowNoiseExample) {
 // neighboring_relation=REPLACE_ONE) composing SelfComposedDpEvent(
 // SampledWithoutReplacementDpEvent(n, m, GaussianDpEvent(z)), T), then
 // get_epsilon_and_optimal_order(delta) / get_delta_and_optimal_order(epsilon).
+// A resumed run: the RDP restored into a fresh accountant gives the same epsilon
+// and goes on composing as the original does; a wrong size or a negative value is
+// refused and changes nothing.
+TEST(RdpAccountantTest, RestoredRdpContinuesTheOriginal) {
+  RdpAccountant original;
+  ASSERT_TRUE(original.Compose(0.01, 1.1, 500, Sampling::kPoisson).ok());
+  RdpAccountant restored;
+  ASSERT_TRUE(restored.RestoreRdp(original.rdp()).ok());
+  ASSERT_TRUE(original.Compose(0.01, 1.1, 500, Sampling::kPoisson).ok());
+  ASSERT_TRUE(restored.Compose(0.01, 1.1, 500, Sampling::kPoisson).ok());
+  EXPECT_EQ(restored.Epsilon(1e-5)->epsilon, original.Epsilon(1e-5)->epsilon);
+  std::vector<double> short_rdp(original.rdp().begin(), original.rdp().end() - 1);
+  EXPECT_EQ(restored.RestoreRdp(short_rdp).code(), absl::StatusCode::kInvalidArgument);
+  std::vector<double> negative = original.rdp();
+  negative[3] = -1;
+  EXPECT_EQ(restored.RestoreRdp(negative).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(restored.rdp(), original.rdp());
+}
+
 TEST(RdpAccountantTest, FixedSizeMatchesDpAccounting) {
   RdpAccountant accountant;  // n = 1000 clients, 10 per round, z = 1, 1000 rounds
   ASSERT_TRUE(accountant.Compose(10.0 / 1000, 1.0, 1000, Sampling::kFixedSize).ok());
