@@ -77,6 +77,9 @@ struct ServerContext {
   // Per-round scalars the aggregator reports (FedExP's eta_g, FedLAW's gamma, ...);
   // each key becomes a column of metrics.csv.
   std::map<std::string, double> diagnostics;
+  // Fields the aggregator adds to summary.json, name -> a JSON value (the privacy
+  // spent, ...). Kept across rounds: the values at the end of the run are written.
+  std::map<std::string, std::string> summary;
   // Set by Finalize when the model to evaluate is not the training iterate (FedExP
   // evaluates the average of its last two iterates); training always continues
   // from what Finalize returns. Cleared every round.

@@ -634,7 +634,10 @@ absl::StatusOr<ModelState> Server::RunFrom() {
   }
   progress_.seconds = elapsed();
   if (config_.collective != nullptr) FL_RETURN_IF_ERROR(ReportRanks());
-  if (is_rank_zero()) FL_RETURN_IF_ERROR(sink_->WriteSummary(progress_.seconds, config_.rounds));
+  if (is_rank_zero()) {
+    for (const auto& [name, json] : context_.summary) sink_->AddSummaryField(name, json);
+    FL_RETURN_IF_ERROR(sink_->WriteSummary(progress_.seconds, config_.rounds));
+  }
   return lossy_download() ? *progress_.clients_copy : global;
 }
 

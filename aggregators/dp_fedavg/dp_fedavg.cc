@@ -69,6 +69,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "aggregators/common/base_aggregator.h"
 #include "aggregators/common/partial_sums.h"
@@ -293,7 +294,9 @@ class DpFedAvg : public fl::Aggregator {
       context.diagnostics["dp_within_bound"] = accepted_ > 0 ? within_ / accepted_ : 0.0;
       UpdateClipNorm(c, generator);
     }
-    FL_ASSIGN_OR_RETURN(context.diagnostics["epsilon"], SpendRound(c));
+    FL_ASSIGN_OR_RETURN(const double epsilon, SpendRound(c));
+    context.diagnostics["epsilon"] = epsilon;
+    context.summary["privacy"] = PrivacySummary(c, epsilon, context.round);
     return next;
   }
 
@@ -480,6 +483,24 @@ class DpFedAvg : public fl::Aggregator {
     }
     FL_ASSIGN_OR_RETURN(fl::privacy::EpsilonAndOrder spent, rdp_->Epsilon(c.delta));
     return spent.epsilon;
+  }
+
+  // summary.json's "privacy": what was spent and under which analysis.
+  std::string PrivacySummary(const Calibration& c, double epsilon, int rounds) const {
+    auto number = [](double x) {
+      return std::isfinite(x) ? absl::StrFormat("%.9g", x) : std::string("\"inf\"");
+    };
+    const std::string guarantee =
+        config_.local ? "local: one client's update, per participation"
+        : c.sampling == Sampling::kPoisson ? "add/remove one client"
+                                           : "replace one client's data (N public)";
+    return absl::StrCat(
+        "{\"epsilon\": ", number(epsilon), ", \"delta\": ", number(c.delta),
+        ", \"noise_multiplier\": ", number(c.noise_multiplier),
+        ", \"sampling_rate\": ", number(c.sampling_rate), ", \"sampling\": \"",
+        fl::privacy::SamplingName(c.sampling), "\", \"rounds\": ", rounds,
+        ", \"mode\": \"", config_.local ? "local" : "central", "\", \"guarantee\": \"",
+        guarantee, "\", \"accountant\": \"rdp\", \"conversion\": \"cks\"}");
   }
 
   // An accountant holding `spent` at the default orders (none before any round).
