@@ -27,6 +27,7 @@ _PKG_CONFIG_LIBS = {
     "benchmark_main": ["benchmark_main"],
     "zlib": ["zlib"],
     "lemon": ["lemon"],
+    "crypto": ["libcrypto"],  # OpenSSL: secure aggregation's X25519, HKDF, ChaCha20
 }
 
 # Debian libraries that ship no pkg-config file: target name -> link flags.

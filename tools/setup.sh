@@ -25,6 +25,7 @@ packages=(
   liblemon-dev               # LEMON's network simplex: exact optimal transport (OT fusion)
   libalglib-dev              # ALGLIB's QP solver (MA-Echo's client weights)
   libgloo-dev                # headers of Gloo, c10d's CPU transport (distributed runs)
+  libssl-dev                 # OpenSSL's libcrypto: secure aggregation's X25519, HKDF, ChaCha20
   clang-15                   # the sanitizer build (tools/sanitize.sh): ASan, UBSan
   libfuzzer-15-dev           # libFuzzer, for the fuzz targets in that build
   llvm-15                    # llvm-symbolizer: source lines in sanitizer reports

@@ -1,0 +1,43 @@
+#ifndef FL_SECAGG_PRG_H_
+#define FL_SECAGG_PRG_H_
+
+// The pseudo-random generator of secure aggregation: the ChaCha20 keystream
+// (OpenSSL's) under a 32-byte seed and a zero nonce. Masks, keys and Shamir
+// coefficients all come from it; in fedkit's simulation the seeds derive from the
+// run's seed, so runs stay reproducible (a deployment would seed from the OS).
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace fl::secagg {
+
+using Seed = std::array<uint8_t, 32>;
+
+class Prg {
+ public:
+  explicit Prg(const Seed& seed);
+  ~Prg();
+  Prg(const Prg&) = delete;
+  Prg& operator=(const Prg&) = delete;
+
+  // The next `size` bytes of the keystream.
+  void Fill(uint8_t* out, size_t size);
+  uint64_t NextUint64();
+  Seed NextSeed();
+  // The next `count` keystream words, little-endian: a mask in Z_2^32.
+  std::vector<uint32_t> Words(size_t count);
+
+ private:
+  struct Cipher;
+  std::unique_ptr<Cipher> cipher_;
+};
+
+// A seed from a 64-bit value and a label (for the simulation's key material).
+Seed SeedFrom(uint64_t value, uint64_t label);
+
+}  // namespace fl::secagg
+
+#endif  // FL_SECAGG_PRG_H_
