@@ -30,6 +30,7 @@ TEST(RegistryGoldenTest, Models) {
 
 TEST(RegistryGoldenTest, Aggregators) {
   EXPECT_THAT(fl::Registry<fl::Aggregator>::Global().Names(), ElementsAre(
+                                                                  "dp_fedavg",
                                                                   "efl",
                                                                   "elastic",
                                                                   "ensemble",
@@ -58,6 +59,7 @@ TEST(RegistryGoldenTest, Aggregators) {
 TEST(RegistryGoldenTest, ClientHooks) {
   EXPECT_THAT(fl::Registry<fl::ClientHook>::Global().Names(), ElementsAre(
                                                                   "class_counts",
+                                                                  "dp_clip",
                                                                   "efl",
                                                                   "elastic",
                                                                   "fedexp",
