@@ -140,6 +140,14 @@ void ValidateCore(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
   if (client.has_lr_decay() && !(client.lr_decay() > 0 && client.lr_decay() <= 1)) {
     errors.Add("client.lr_decay", absl::StrCat("must be in (0, 1], got ", client.lr_decay()));
   }
+  const bool from_file = client.batch_order() == fedkit::ClientTrainingSpec::FROM_FILE;
+  if (from_file && !std::filesystem::is_directory(client.batch_order_dir())) {
+    errors.Add("client.batch_order_dir",
+               absl::StrCat("batch_order FROM_FILE needs a folder of recorded orders, got \"",
+                            client.batch_order_dir(), "\""));
+  } else if (!from_file && !client.batch_order_dir().empty()) {
+    errors.Add("client.batch_order_dir", "is only read with batch_order: FROM_FILE");
+  }
   if (absl::Status codec = CheckCodec(CodecFromSpec(client.upload())); !codec.ok()) {
     errors.AddStatus("client.upload.", codec);
   }

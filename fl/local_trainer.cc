@@ -18,6 +18,7 @@
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "fl/augmentation.h"
+#include "fl/batch_order_file.h"
 #include "fl/codec.h"
 #include "fl/client_hook.h"
 #include "fl/flat_parameters.h"
@@ -245,10 +246,23 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
   // Summed on the device and read once: .item() each step would wait for the device.
   at::Tensor loss_sum = at::zeros({}, at::TensorOptions(device).dtype(at::kDouble));
   const bool shuffle = spec.batch_order() == fedkit::ClientTrainingSpec::SHUFFLED;
+  std::vector<std::vector<int64_t>> recorded;
+  if (spec.batch_order() == fedkit::ClientTrainingSpec::FROM_FILE) {
+    FL_ASSIGN_OR_RETURN(recorded, ReadBatchOrders(spec.batch_order_dir(), input.round,
+                                                  absl::StrCat(input.client_id), train_indices));
+    const int64_t epochs = (total_steps + batches_per_epoch - 1) / batches_per_epoch;
+    if (static_cast<int64_t>(recorded.size()) < epochs) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "client.batch_order_dir: round ", input.round, ", client ", input.client_id, ": ",
+          recorded.size(), " recorded epochs, ", epochs, " needed"));
+    }
+  }
   at::Tensor order;
   for (int64_t step = 0; step < total_steps; ++step) {
     const int64_t batch_in_epoch = step % batches_per_epoch;
-    if (batch_in_epoch == 0 && (shuffle || !order.defined())) {
+    if (!recorded.empty() && batch_in_epoch == 0) {
+      order = at::tensor(recorded[step / batches_per_epoch], at::kLong).to(device);
+    } else if (batch_in_epoch == 0 && (shuffle || !order.defined())) {
       if (shuffle) std::shuffle(train_indices.begin(), train_indices.end(), rng);
       order = at::tensor(train_indices, at::kLong).to(device);
     }

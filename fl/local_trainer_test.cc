@@ -1,6 +1,10 @@
 #include "fl/local_trainer.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -362,6 +366,67 @@ TEST_F(LocalTrainerTest, InOrderBatchesFollowThePartitionOrderWhateverTheSeed) {
   auto shuffled = LocalTrainer(spec_, {}, &store_).Train(model_, Input(0, 1, plan));
   ASSERT_TRUE(shuffled.ok());
   EXPECT_FALSE(at::allclose(shuffled->delta.tensor(0), a->delta.tensor(0), 1e-4, 1e-5));
+}
+
+// Recorded orders replay exactly: epochs in the given order and its reverse train
+// as IN_ORDER does on those orders; a file whose line is not a permutation of the
+// client's examples is refused, naming the file.
+TEST_F(LocalTrainerTest, RecordedBatchOrdersAreReplayedEpochByEpoch) {
+  const std::string dir = std::string(getenv("TEST_TMPDIR")) + "/recorded";
+  std::filesystem::create_directories(dir + "/2");
+  std::vector<int64_t> reversed = indices_;
+  std::reverse(reversed.begin(), reversed.end());
+  {
+    std::ofstream file(dir + "/2/5.txt");
+    for (const std::vector<int64_t>* order : {&indices_, &reversed}) {
+      for (int64_t i : *order) file << i << " ";
+      file << "\n";
+    }
+  }
+  spec_.set_epochs(2);
+  spec_.set_batch_size(3);
+  RoundPlan plan;
+  spec_.set_batch_order(fedkit::ClientTrainingSpec::FROM_FILE);
+  spec_.set_batch_order_dir(dir);
+  auto replayed = LocalTrainer(spec_, {}, &store_).Train(model_, Input(5, 2, plan));
+  ASSERT_TRUE(replayed.ok()) << replayed.status();
+
+  // The same, as two IN_ORDER epochs: the first in partition order, the second
+  // (a new run from its result) reversed.
+  fedkit::ClientTrainingSpec one_epoch = spec_;
+  one_epoch.set_batch_order(fedkit::ClientTrainingSpec::IN_ORDER);
+  one_epoch.clear_batch_order_dir();
+  one_epoch.set_epochs(1);
+  auto first = LocalTrainer(one_epoch, {}, &store_).Train(model_, Input(5, 2, plan));
+  ASSERT_TRUE(first.ok());
+  ModelState after_first = global_.Clone();
+  after_first.Axpy(1.0, first->delta);
+  std::vector<int64_t> saved = indices_;
+  indices_ = reversed;
+  LocalTrainingInput second_input = Input(5, 2, plan);
+  second_input.global = &after_first;
+  auto second = LocalTrainer(one_epoch, {}, &store_).Train(model_, second_input);
+  indices_ = saved;
+  ASSERT_TRUE(second.ok());
+  ModelState expected = after_first.Clone();
+  expected.Axpy(1.0, second->delta);
+  ModelState got = global_.Clone();
+  got.Axpy(1.0, replayed->delta);
+  EXPECT_TRUE(at::allclose(got.tensor(0), expected.tensor(0), 1e-5, 1e-6));
+  // Both epochs in partition order (IN_ORDER) is another run: the second line counted.
+  fedkit::ClientTrainingSpec in_order = one_epoch;
+  in_order.set_epochs(2);
+  auto both_forward = LocalTrainer(in_order, {}, &store_).Train(model_, Input(5, 2, plan));
+  ASSERT_TRUE(both_forward.ok());
+  EXPECT_FALSE(at::allclose(replayed->delta.tensor(0), both_forward->delta.tensor(0), 1e-4, 1e-5));
+
+  {
+    std::ofstream file(dir + "/2/6.txt");
+    file << "0 1 2\n";
+  }
+  auto refused = LocalTrainer(spec_, {}, &store_).Train(model_, Input(6, 2, plan));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), ::testing::HasSubstr("2/6.txt"));
 }
 
 TEST_F(LocalTrainerTest, HookStatePersistsPerClientAcrossRounds) {

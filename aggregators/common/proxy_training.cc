@@ -28,11 +28,8 @@ absl::Status RequireProxy(const fl::ServerContext& context, absl::string_view me
   return absl::OkStatus();
 }
 
-namespace {
-
-// Consecutive slices of `order`, `batch_size` long (the last one smaller).
-std::vector<at::Tensor> Slices(const std::vector<int64_t>& order, int64_t batch_size,
-                               at::Device device) {
+std::vector<at::Tensor> OrderedBatches(const std::vector<int64_t>& order, int64_t batch_size,
+                                      at::Device device) {
   const auto n = static_cast<int64_t>(order.size());
   const at::Tensor all = at::tensor(order, at::kLong).to(device);
   std::vector<at::Tensor> batches;
@@ -42,20 +39,18 @@ std::vector<at::Tensor> Slices(const std::vector<int64_t>& order, int64_t batch_
   return batches;
 }
 
-}  // namespace
-
 std::vector<at::Tensor> ShuffledBatches(int64_t n, int64_t batch_size, std::mt19937_64& rng,
                                         at::Device device) {
   std::vector<int64_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::shuffle(order.begin(), order.end(), rng);
-  return Slices(order, batch_size, device);
+  return OrderedBatches(order, batch_size, device);
 }
 
 std::vector<at::Tensor> InOrderBatches(int64_t n, int64_t batch_size, at::Device device) {
   std::vector<int64_t> order(n);
   std::iota(order.begin(), order.end(), 0);
-  return Slices(order, batch_size, device);
+  return OrderedBatches(order, batch_size, device);
 }
 
 double ProxyLoss(fl::Model& model, const fl::Examples& examples) {

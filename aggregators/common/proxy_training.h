@@ -40,6 +40,10 @@ std::vector<at::Tensor> ShuffledBatches(int64_t n, int64_t batch_size, std::mt19
 // As ShuffledBatches, without the shuffle: [0, n) in order, so that another
 // implementation reading the proxy set in the same order sees the same batches.
 std::vector<at::Tensor> InOrderBatches(int64_t n, int64_t batch_size, at::Device device);
+// Consecutive slices of `order` (positions in the proxy set), `batch_size` long, the
+// last one smaller: a recorded epoch's batches.
+std::vector<at::Tensor> OrderedBatches(const std::vector<int64_t>& order, int64_t batch_size,
+                                       at::Device device);
 
 // Mean cross-entropy of `model` over `examples` in eval mode, without gradients
 // (BatchNorm statistics untouched). The model is left in train mode.

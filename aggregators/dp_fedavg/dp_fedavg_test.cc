@@ -190,6 +190,16 @@ TEST(DpFedAvgTest, AdaptiveClippingFollowsTheTargetQuantile) {
   ASSERT_TRUE(Round(*aggregator, global, std::move(outside), context).ok());
   EXPECT_NEAR(PlannedClipNorm(*aggregator, global, context), after_one * std::exp(0.2 * 0.5),
               1e-12);
+
+  // The step size eta_C is the option's: 0.5 gives exp(-0.5 (1 - 0.5)).
+  options.mutable_adaptive()->set_learning_rate(0.5);
+  auto faster = DpFedAvg(options);
+  fl::ServerContext fresh = Context(2);
+  std::vector<fl::ClientUpdate> both_within;
+  both_within.push_back(Update(State(0.1f, 0), 1, 0, 1.0));
+  both_within.push_back(Update(State(0.2f, 0), 1, 1, 1.0));
+  ASSERT_TRUE(Round(*faster, global, std::move(both_within), fresh).ok());
+  EXPECT_NEAR(PlannedClipNorm(*faster, global, fresh), std::exp(-0.5 * 0.5), 1e-12);
 }
 
 TEST(DpFedAvgTest, AdaptiveClippingConvergesToTheQuantileOfAKnownDistribution) {

@@ -45,8 +45,10 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -59,6 +61,7 @@
 #include "aggregators/fedlaw/fedlaw_weights.h"
 #include "aggregators/holdout/holdout_options.pb.h"
 #include "fl/aggregator.h"
+#include "fl/batch_order_file.h"
 #include "fl/errors.h"
 #include "fl/model.h"
 #include "fl/registry.h"
@@ -86,6 +89,7 @@ struct FedLawConfig {
   bool swa_gamma_first = false;
   double holdout_fraction = 0.3;
   bool proxy_in_order = false;
+  std::string proxy_order_dir;  // recorded orders, replayed
 };
 
 // One Adam run over some of (a, g) for a number of epochs.
@@ -201,8 +205,12 @@ class FedLaw : public fl::Aggregator {
 
     Weights weights = start;
     std::mt19937_64 rng(context.round_seed);
+    FL_ASSIGN_OR_RETURN(const std::vector<std::vector<int64_t>> recorded,
+                        RecordedProxyOrders(context.round, proxy.size()));
+    auto next_recorded = recorded.begin();
     for (const Stage& stage : Stages()) {
-      RunStage(stage, cohort, proxy, parameters, rng, weights);
+      RunStage(stage, cohort, proxy, parameters, rng, recorded.empty() ? nullptr : &next_recorded,
+               weights);
     }
 
     const double gamma = weights.Gamma();
@@ -225,6 +233,25 @@ class FedLaw : public fl::Aggregator {
     return next;
   }
 
+  // The round's recorded proxy orders (proxy_order_dir), one per server epoch;
+  // none without the option.
+  absl::StatusOr<std::vector<std::vector<int64_t>>> RecordedProxyOrders(int round,
+                                                                       int64_t proxy_size) const {
+    if (config_.proxy_order_dir.empty()) return std::vector<std::vector<int64_t>>();
+    std::vector<int64_t> positions(proxy_size);
+    std::iota(positions.begin(), positions.end(), 0);
+    FL_ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> orders,
+                        fl::ReadBatchOrders(config_.proxy_order_dir, round, "proxy", positions));
+    int64_t epochs = 0;
+    for (const Stage& stage : Stages()) epochs += stage.epochs;
+    if (static_cast<int64_t>(orders.size()) < epochs) {
+      return absl::InvalidArgumentError(absl::StrCat("options.proxy_order_dir: round ", round, ": ",
+                                                     orders.size(), " recorded epochs, ", epochs,
+                                                     " needed"));
+    }
+    return orders;
+  }
+
   std::vector<Stage> Stages() const {
     if (!config_.learn_gamma && !config_.learn_lambda) return {};
     if (!config_.swa) {
@@ -243,7 +270,7 @@ class FedLaw : public fl::Aggregator {
   // keeps them exactly where they are), one step per proxy minibatch.
   void RunStage(const Stage& stage, const Cohort& cohort, const fl::Examples& proxy,
                 const std::vector<at::Tensor>& parameters, std::mt19937_64& rng,
-                Weights& weights) {
+                std::vector<std::vector<int64_t>>::const_iterator* recorded, Weights& weights) {
     const size_t n = weights.a.size();
     fedlaw::ScalarAdam adam(n + 1, config_.beta1, config_.beta2, config_.eps);
     const std::vector<double> a_at_start = weights.a;
@@ -256,7 +283,8 @@ class FedLaw : public fl::Aggregator {
       const double lr = stage.swa_schedule ? fedlaw::SwaLambdaLr(config_.lr, epoch)
                                            : fedlaw::StepLr(config_.lr, epoch);
       const std::vector<at::Tensor> batches =
-          config_.proxy_in_order
+          recorded != nullptr ? OrderedBatches(*(*recorded)++, config_.batch_size, proxy.y.device())
+          : config_.proxy_in_order
               ? InOrderBatches(proxy.size(), config_.batch_size, proxy.y.device())
               : ShuffledBatches(proxy.size(), config_.batch_size, rng, proxy.y.device());
       for (const at::Tensor& batch : batches) {
@@ -354,6 +382,10 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateFedLaw(const FedLawOptions
                absl::StrCat("must be in [0, 1), got ", config.holdout_fraction));
   }
   config.proxy_in_order = options.proxy_in_order();
+  config.proxy_order_dir = options.proxy_order_dir();
+  if (!config.proxy_order_dir.empty() && config.proxy_in_order) {
+    errors.Add("options.proxy_order_dir", "cannot be combined with proxy_in_order");
+  }
   FL_RETURN_IF_ERROR(errors.ToStatus());
   return std::make_unique<FedLaw>(config);
 }

@@ -1,6 +1,10 @@
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -220,6 +224,41 @@ TEST_F(FedLawToyTest, ProxyInOrderVisitsTheProxySetInItsOrderWhateverTheSeed) {
   }
   // Some of those seeds' shuffles would have visited the examples the other way round.
   EXPECT_GT(shuffles_reversed, 0);
+}
+
+TEST_F(FedLawToyTest, RecordedProxyOrdersAreReplayed) {
+  // The two one-example steps, in the order a file gives for this round: (1, 0)
+  // then (0, 1) for rounds 1 and 2 of one directory.
+  const std::string dir = std::string(getenv("TEST_TMPDIR")) + "/proxy_orders";
+  for (const auto& [round, line] : {std::pair{1, "1 0"}, std::pair{2, "0 1"}}) {
+    std::filesystem::create_directories(dir + "/" + std::to_string(round));
+    std::ofstream(dir + "/" + std::to_string(round) + "/proxy.txt") << line << "\n";
+  }
+  FedLawOptions options = Options(FedLawOptions::GAMMA_ONLY, /*epochs=*/1);
+  options.set_batch_size(1);
+  options.set_proxy_order_dir(dir);
+  const std::vector<int64_t> labels = {toy_.proxy.y[0].item<int64_t>(),
+                                       toy_.proxy.y[1].item<int64_t>()};
+  ASSERT_NE(labels[0], labels[1]);
+  for (int round : {1, 2}) {
+    context_.round = round;
+    const std::vector<int64_t> visited =
+        round == 1 ? std::vector<int64_t>{labels[1], labels[0]} : labels;
+    auto fedlaw = Create("fedlaw", options);
+    ASSERT_TRUE(Run(*fedlaw).ok());
+    EXPECT_NEAR(context_.diagnostics.at("gamma"), GammaAfterTwoSteps(visited, 0.005, 0.5, 0.999, 1e-8),
+                1e-12)
+        << "round " << round;
+  }
+  // A round without a file, or fewer recorded epochs than the server runs, fails.
+  context_.round = 3;
+  auto missing = Create("fedlaw", options);
+  EXPECT_EQ(Run(*missing).status().code(), absl::StatusCode::kNotFound);
+  context_.round = 1;
+  FedLawOptions more = Options(FedLawOptions::GAMMA_ONLY, /*epochs=*/2);
+  more.set_proxy_order_dir(dir);
+  auto short_file = Create("fedlaw", more);
+  EXPECT_THAT(Run(*short_file).status().message(), ::testing::HasSubstr("1 recorded epochs, 2 needed"));
 }
 
 TEST_F(FedLawToyTest, AdamBetasAndEpsReachTheOptimiser) {

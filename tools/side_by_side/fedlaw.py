@@ -51,6 +51,12 @@ def parse_flags():
                       "proxy batches in proxy.json's, every epoch (fedkit: client { batch_order: "
                       "IN_ORDER } and FedLAW's proxy_in_order); needs --inputs and "
                       "--client_valid_ratio=0, so that nothing random is left but the float sums")
+  p.add_argument('--record_order', metavar='DIR',
+                 help="write every shuffled epoch's order as fedkit replays it: DIR/<round>/<client>.txt "
+                      "(dataset indices) and DIR/<round>/proxy.txt (positions in proxy.json), one line "
+                      "per epoch (fedkit: client { batch_order: FROM_FILE batch_order_dir: DIR } and "
+                      "FedLAW's proxy_order_dir: DIR); needs --inputs and --client_valid_ratio=0. "
+                      "Recording draws nothing from the random streams: the run is the same as without it")
   p.add_argument('--client_valid_ratio', type=float, default=0.3,
                  help="share of each client's examples held out and never trained on (the code's 0.3)")
   p.add_argument('--inputs', help='folder with a fedkit run\'s partition.json, initial_model.pt and '
@@ -68,6 +74,9 @@ def parse_flags():
     p.error('--official and --out are required (or --compare)')
   if flags.in_order and not (flags.inputs and flags.client_valid_ratio == 0):
     p.error('--in_order needs --inputs and --client_valid_ratio=0: a hold-out is drawn at random')
+  if flags.record_order and not (flags.inputs and flags.client_valid_ratio == 0 and not flags.in_order):
+    p.error('--record_order needs --inputs and --client_valid_ratio=0 (fedkit must train on the same '
+            'shares), and shuffling (not --in_order)')
   return flags
 
 
@@ -147,6 +156,32 @@ def train_on_whole_share(node_class, in_order):
   node_class.train_val_split = split
 
 
+def record_orders(out_dir, clients, central_node, current_round):
+  """Appends each shuffled epoch's order of the clients' and the proxy loaders to out_dir.
+
+  The order is the sampler's own (drawn as without recording, then replayed to the
+  loader); a client's is mapped to dataset indices through its share, the proxy's
+  stays positions in the proxy set. Other loaders (the test set's) pass through.
+  """
+  from torch.utils.data import RandomSampler
+  owners = {id(c.local_data.dataset): (str(k), c.local_data.dataset.idxs) for k, c in clients.items()}
+  owners[id(central_node.validate_set.dataset)] = ('proxy', None)
+  draw = RandomSampler.__iter__
+
+  def recording(self):
+    order = list(draw(self))
+    owner = owners.get(id(self.data_source))
+    if owner is not None:
+      name, idxs = owner
+      folder = os.path.join(out_dir, str(current_round()))
+      os.makedirs(folder, exist_ok=True)
+      values = order if idxs is None else [idxs[i] for i in order]
+      with open(os.path.join(folder, name + '.txt'), 'a') as f:
+        f.write(' '.join(str(int(v)) for v in values) + '\n')
+    return iter(order)
+  RandomSampler.__iter__ = recording
+
+
 def lambda_summary(weights):
   entropy = -sum(w * math.log(w) for w in weights if w > 0)
   return entropy, max(weights)
@@ -196,11 +231,18 @@ def run(flags):
   if flags.export:
     export_inputs(flags.out, clients, central_node, len(data.train_set))
 
+  round_now = [0]
+  if flags.record_order:
+    if os.path.exists(flags.record_order) and os.listdir(flags.record_order):
+      sys.exit(f'--record_order: {flags.record_order} is not empty (orders are appended)')
+    record_orders(flags.record_order, clients, central_node, lambda: round_now[0])
+
   with open(os.path.join(flags.out, 'trace.csv'), 'w', newline='') as f:
     trace = csv.writer(f)
     trace.writerow(['round', 'test_accuracy', 'gamma', 'lambda_entropy', 'lambda_max',
                     'train_loss', 'lr'])
     for t in range(args.T):
+      round_now[0] = t + 1
       lr_scheduler(t, clients, args)
       clients, train_loss = Client_update(args, clients, central_node)
       select = list(range(len(clients)))
