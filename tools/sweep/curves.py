@@ -47,8 +47,9 @@ def main(data_path, png_path):
     for ax, panel in zip(axes[1:], data["diagnostics"]):
         for variant in panel["variants"]:
             color = f"C{labels.index(variant['label']) % 10}"
-            ax.plot(variant["rounds"], variant["mean"], color=color, linewidth=1,
-                    label=variant["label"])
+            # null (an infinite or undefined value, e.g. epsilon without noise) leaves a gap.
+            mean = [float("nan") if v is None else v for v in variant["mean"]]
+            ax.plot(variant["rounds"], mean, color=color, linewidth=1, label=variant["label"])
         ax.set_ylabel(f"{panel['name']} (mean)")
         ax.legend(fontsize=8)
     for ax in axes:

@@ -268,7 +268,10 @@ std::string RunLists(const std::vector<RunRecord>& runs) {
   return md;
 }
 
-std::string Json(double value) { return absl::StrFormat("%.6g", value); }
+// JSON has no infinity or NaN (an epsilon without noise is infinite): null then.
+std::string Json(double value) {
+  return std::isfinite(value) ? absl::StrFormat("%.6g", value) : std::string("null");
+}
 
 template <typename T>
 std::string JsonArray(const std::vector<T>& values) {

@@ -1,6 +1,7 @@
 #include "tools/sweep/report.h"
 
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -277,6 +278,16 @@ TEST_F(TableTest, RunsCsvHasOneRowPerFinishedRun) {
             "base,3,0.81,0.8066666667,2,14,305,false\n"
             "new,1,0.88,0.85,2,20,400,false\n"
             "new,2,0.85,0.8233333333,3,22,400,true\n");
+}
+
+TEST_F(TableTest, CurvesJsonWritesNonFiniteDiagnosticsAsNull) {
+  // A run without noise spends an infinite epsilon: JSON has no infinity.
+  spec_.add_diagnostics("epsilon");
+  runs_[0].data.diagnostics["epsilon"] = {
+      {1, 1.5}, {2, std::numeric_limits<double>::infinity()}, {3, std::nan("")}};
+  const std::string json = CurvesJson(spec_, runs_);
+  EXPECT_THAT(json, HasSubstr("\"mean\": [1.5, null, null]"));
+  EXPECT_THAT(json, Not(HasSubstr("inf")));
 }
 
 TEST_F(TableTest, CurvesJsonHasEachVariantsBand) {
