@@ -189,8 +189,11 @@ struct Calibration {
 class DpFedAvg : public fl::Aggregator {
  public:
   DpFedAvg(std::unique_ptr<fl::Aggregator> base, DpConfig config)
-      : base_(std::move(base)), config_(std::move(config)), clip_norm_(config_.initial_clip_norm) {
-    for (const fl::DpSum& sum : base_->properties().dp_sums) {
+      : base_(std::move(base)),
+        dp_sums_(base_->properties().dp_sums),
+        config_(std::move(config)),
+        clip_norm_(config_.initial_clip_norm) {
+    for (const fl::DpSum& sum : dp_sums_) {
       if (sum.role == fl::DpSum::Role::kUpdateSum || sum.role == fl::DpSum::Role::kSquaredNormSum) {
         ++noised_groups_;
       }
@@ -422,7 +425,7 @@ class DpFedAvg : public fl::Aggregator {
   absl::StatusOr<at::Tensor> Release(const std::string& name, const at::Tensor& sum,
                                      const Calibration& c, at::Generator& generator) const {
     const fl::DpSum* declared = nullptr;
-    for (const fl::DpSum& d : base_->properties().dp_sums) {
+    for (const fl::DpSum& d : dp_sums_) {
       if (absl::StartsWith(name, d.prefix)) {
         if (declared != nullptr) {
           return absl::InternalError(absl::StrCat("dp_fedavg: the base's sum \"", name,
@@ -518,6 +521,8 @@ class DpFedAvg : public fl::Aggregator {
   }
 
   std::unique_ptr<fl::Aggregator> base_;
+  // The base's declared DP sums, read once: Release looks each partial sum up here.
+  const std::vector<fl::DpSum> dp_sums_;
   const DpConfig config_;
   int noised_groups_ = 0;
   double clip_norm_;
