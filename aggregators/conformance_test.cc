@@ -34,6 +34,7 @@
 #include "fl/local_trainer.h"
 #include "fl/model.h"
 #include "fl/registry.h"
+#include "fl/secure_aggregation.h"
 #include "fl/spec.pb.h"
 #include "fl/status_macros.h"
 #include "gmock/gmock.h"
@@ -762,11 +763,17 @@ TEST_P(DeclaredPropertiesTest, DpSumsAsDeclared) {
   }
 }
 
-TEST_P(DeclaredPropertiesTest, PartialSumsOrAReasonWhyNot) {
+// sums_only as declared: partial sums exactly when claimed (validation admits
+// secure aggregation on the claim alone), and a reason where there are none.
+TEST_P(DeclaredPropertiesTest, PartialSumsAsDeclared) {
   auto aggregator = Create();
   ASSERT_TRUE(aggregator->Configure(global_, context_).ok());
   ASSERT_TRUE(aggregator->Accumulate(Updates({{1, 10}})[0], context_).ok());
-  if (aggregator->PartialSums().has_value()) return;  // PartialSumsTest checks them
+  const bool has_sums = aggregator->PartialSums().has_value();
+  EXPECT_EQ(has_sums, aggregator->properties().sums_only)
+      << GetParam() << (has_sums ? " has partial sums but does not declare sums_only"
+                                 : " declares sums_only but has no partial sums");
+  if (has_sums) return;  // PartialSumsTest checks them
   ExpectShownOrExplained(ConformanceClaim::kNoPartialSums, "");
 }
 
@@ -924,6 +931,94 @@ TEST_P(PartialSumsTest, AnEmptyShareSumsToZerosOfTheSameLayout) {
 
 // Sums missing a name, with one more, or with a tensor of another shape or dtype
 // are refused, and a refused merge changes nothing.
+// Secure aggregation (fl/secure_aggregation.h) over every aggregator declaring
+// sums_only: each update's partial sums, taken alone on the clients' own instance,
+// encoded, masked and unmasked as a total, are the plain sums to within one
+// encoding quantum per contribution, and finalize as the plain round does; a
+// client dropping after the key exchange leaves exactly the others' total. The
+// norm bound is the fixture's largest update norm, so nothing is clipped.
+TEST_P(PartialSumsTest, SecureAggregationUnmasksThePlainSums) {
+  if (!Create()->properties().sums_only) GTEST_SKIP() << "not sums_only: refused under SecAgg";
+  fl::SecureAggregationConfig config;
+  config.threshold = 3;
+  // The public range is what one client's sums can reach (the fixture's largest),
+  // as a deployment must bound it.
+  for (size_t i = 0; i < updates_.size(); ++i) {
+    config.update_norm_bound = std::max(config.update_norm_bound,
+                                        std::sqrt(updates_[i].delta.SquaredNorm()) * (1 + 1e-6));
+    fl::ServerContext context;
+    const std::optional<NamedSums> alone = Accumulated(i, i + 1, context)->PartialSums();
+    for (const auto& [name, sum] : *alone) {
+      if (sum.numel() > 0) {
+        config.value_range = std::max(config.value_range, sum.abs().max().item<double>());
+      }
+    }
+  }
+  std::vector<int64_t> cohort;
+  for (const fl::ClientUpdate& update : updates_) cohort.push_back(update.client_id);
+  for (size_t contributing : {updates_.size(), updates_.size() - 1}) {
+    SCOPED_TRACE(contributing == updates_.size() ? "all contribute" : "the last drops out");
+    fl::ServerContext plain_context, server_context;
+    auto plain = Accumulated(0, contributing, plain_context);
+    auto server = Accumulated(0, 0, server_context);
+    auto round = fl::SecureAggregationRound::Start(config, cohort, *server->PartialSums(), 7);
+    ASSERT_TRUE(round.ok()) << round.status();
+    auto client_side = Create();
+    for (size_t i = 0; i < contributing; ++i) {
+      ASSERT_TRUE((*round)->Contribute(updates_[i], *client_side, global_, context_).ok());
+    }
+    auto sums = (*round)->Unmask();
+    ASSERT_TRUE(sums.ok()) << sums.status();
+    EXPECT_EQ((*round)->clipped_updates(), 0);
+    EXPECT_EQ((*round)->saturated_values(), 0);
+    const NamedSums expected = *plain->PartialSums();
+    ExpectSameLayout(*sums, expected);
+    // One quantum per contribution, plus the plain sum's own rounding (K additions
+    // in its dtype).
+    const double k = static_cast<double>(contributing);
+    for (const auto& [name, tensor] : expected) {
+      if (tensor.numel() == 0) continue;
+      const double epsilon = tensor.scalar_type() == at::kFloat ? 0x1p-23 : 0x1p-52;
+      const at::Tensor plain_sum = tensor.to(at::kDouble);
+      const at::Tensor excess = (sums->at(name).to(at::kDouble) - plain_sum).abs() -
+                                (k * (*round)->quantum() + k * epsilon * plain_sum.abs());
+      EXPECT_LE(excess.max().item<double>(), 0.0) << name;
+    }
+    // Finalized, the encoding's error goes through the method's own algebra (Elastic
+    // divides by each tensor's largest sensitivity, say): the secure model must be no
+    // further from the plain one than the plain sums moved by random signs of the
+    // same K quanta take it, with a factor 4 of room.
+    fl::ServerContext perturbed_context;
+    auto perturbed = Accumulated(0, 0, perturbed_context);
+    at::Generator generator = at::detail::createCPUGenerator(11);
+    NamedSums moved;
+    for (const auto& [name, tensor] : expected) {
+      const at::Tensor signs =
+          at::randint(0, 2, tensor.sizes(), generator, at::kDouble).mul(2).sub(1);
+      moved[name] = at::isFloatingType(tensor.scalar_type())
+                        ? (tensor.to(at::kDouble) + signs * (k * (*round)->quantum()))
+                              .to(tensor.scalar_type())
+                        : tensor.clone();
+    }
+    ASSERT_TRUE(perturbed->MergePartialSums(std::move(moved)).ok());
+    ASSERT_TRUE(server->MergePartialSums(*std::move(sums)).ok());
+    const Outcome reference = Finalized(*plain, plain_context);
+    const Outcome nearby = Finalized(*perturbed, perturbed_context);
+    const Outcome secure = Finalized(*server, server_context);
+    auto distance = [](const fl::ModelState& a, const fl::ModelState& b) {
+      double largest = 0;
+      for (size_t i = 0; i < a.size(); ++i) {
+        if (a.tensor(i).numel() == 0) continue;
+        largest = std::max(largest, (a.tensor(i).to(at::kDouble) - b.tensor(i).to(at::kDouble))
+                                        .abs().max().item<double>());
+      }
+      return largest;
+    };
+    EXPECT_LE(distance(secure.next, reference.next),
+              4 * distance(nearby.next, reference.next) + 1e-6);
+  }
+}
+
 TEST_P(PartialSumsTest, MergeRefusesSumsOfAnotherLayout) {
   fl::ServerContext context;
   auto x = Accumulated(0, 2, context);

@@ -146,6 +146,13 @@ struct AggregatorProperties {
   // that keep every update or read per-client state), and DP refuses it. The
   // conformance suite checks each declared sensitivity.
   std::vector<DpSum> dp_sums;
+  // Its accumulation is a sum over updates that PartialSums exports after Configure:
+  // a distributed run all-reduces it, and secure aggregation (ServerSpec.
+  // secure_aggregation) can run it, the server then seeing only the sum. Declared so
+  // that a spec asking for secure aggregation is checked before anything runs; the
+  // conformance suite checks the claim against PartialSums. Wrappers pass their
+  // base's on where their own sums follow it.
+  bool sums_only = false;
 };
 
 class Aggregator {

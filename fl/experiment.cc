@@ -31,6 +31,7 @@
 #include "fl/registry.h"
 #include "fl/rank_assignment.h"
 #include "fl/replica_pool.h"
+#include "fl/secure_aggregation.h"
 #include "fl/seeding.h"
 #include "fl/server.h"
 #include "fl/spec_loader.h"
@@ -100,6 +101,54 @@ void ValidateInputFiles(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
     errors.Add("initial_model_path",
                "excludes server.independent_init, under which every client starts from its "
                "own initialisation");
+  }
+}
+
+// What secure aggregation cannot run with: the server sees only the sum, so
+// nothing that needs one client's update, a compressed upload or a second process.
+void ValidateSecureAggregation(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
+  const fedkit::SecureAggregationSpec& secure = spec.server().secure_aggregation();
+  const std::string path = "server.secure_aggregation.";
+  if (!(secure.update_norm_bound() > 0) || !std::isfinite(secure.update_norm_bound())) {
+    errors.Add(path + "update_norm_bound",
+               absl::StrCat("must be > 0 (the L2 norm each client clips its update to, which "
+                            "sizes the encoding), got ", secure.update_norm_bound()));
+  }
+  if (secure.has_max_weight() && (!(secure.max_weight() > 0) || !std::isfinite(secure.max_weight()))) {
+    errors.Add(path + "max_weight", absl::StrCat("must be > 0, got ", secure.max_weight()));
+  }
+  if (secure.has_value_range() &&
+      (!(secure.value_range() > 0) || !std::isfinite(secure.value_range()))) {
+    errors.Add(path + "value_range", absl::StrCat("must be > 0, got ", secure.value_range()));
+  }
+  if (secure.neighbours() < 0) {
+    errors.Add(path + "neighbours", absl::StrCat("must be >= 0, got ", secure.neighbours()));
+  }
+  const int cohort = spec.server().clients_per_round();
+  if (secure.threshold() != 0 && secure.neighbours() >= 0) {
+    const int neighbourhood = NeighbourhoodSize(cohort, secure.neighbours());
+    if (secure.threshold() < 2 || secure.threshold() > neighbourhood) {
+      errors.Add(path + "threshold",
+                 absl::StrCat("must be 0 (a majority) or in [2, ", neighbourhood,
+                              "] (the neighbourhood of a round of server.clients_per_round = ",
+                              cohort, "), got ", secure.threshold()));
+    }
+  }
+  if (spec.server().one_shot()) {
+    errors.Add(path.substr(0, path.size() - 1),
+               "one-shot runs keep every client's model; secure aggregation reveals only the sum");
+  }
+  if (spec.server().screening().max_norm_to_median() > 0) {
+    errors.Add("server.screening.max_norm_to_median",
+               "needs every update's norm, which secure aggregation hides from the server");
+  }
+  if (CodecFromSpec(spec.client().upload()).kind != CodecConfig::Kind::kIdentity) {
+    errors.Add("client.upload", "a compressed update cannot be masked: secure aggregation sends "
+                                "4 bytes per summed value; remove the upload codec");
+  }
+  if (spec.simulation().backend() == fedkit::SimulationSpec::C10D) {
+    errors.Add("simulation.backend",
+               "secure aggregation runs in one process (C10D is not supported with it)");
   }
 }
 
@@ -216,6 +265,7 @@ void ValidateCore(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
     errors.Add("server.screening.max_norm_to_median",
                absl::StrCat("must be 0 (off) or > 1, got ", norm_ratio));
   }
+  if (server.has_secure_aggregation()) ValidateSecureAggregation(spec, errors);
   if (spec.output().checkpoint_every() < 0) {
     errors.Add("output.checkpoint_every",
                absl::StrCat("must be >= 0, got ", spec.output().checkpoint_every()));
@@ -425,7 +475,16 @@ absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec) {
                               "use kind: SGD"));
     }
   };
-  if (experiment.aggregator != nullptr) check_needs(*experiment.aggregator, spec.aggregator().name());
+  if (experiment.aggregator != nullptr) {
+    check_needs(*experiment.aggregator, spec.aggregator().name());
+    if (spec.server().has_secure_aggregation() && !experiment.aggregator->properties().sums_only) {
+      errors.Add("server.secure_aggregation",
+                 absl::StrCat("aggregator \"", spec.aggregator().name(),
+                              "\" (with these options) does not aggregate through sums alone "
+                              "(it needs every client's update, or a statistic that is not a "
+                              "sum); under secure aggregation the server sees only the sum"));
+    }
+  }
   for (int i = 0; i < spec.server().compare_size(); ++i) {
     const fedkit::OneShotComparison& compare = spec.server().compare(i);
     const std::string path = absl::StrCat("server.compare[", i, "]");
@@ -619,6 +678,21 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   config.collective = group.get();
   config.client_ranks = client_ranks;
   config.gather_updates = spec.simulation().c10d().merge() == fedkit::C10dSpec::GATHER;
+  if (spec.server().has_secure_aggregation()) {
+    const fedkit::SecureAggregationSpec& secure = spec.server().secure_aggregation();
+    SecureAggregationConfig& s = config.secure_aggregation.emplace();
+    s.threshold = secure.threshold();
+    s.neighbours = secure.neighbours();
+    s.update_norm_bound = secure.update_norm_bound();
+    s.max_weight = secure.has_max_weight()
+                       ? secure.max_weight()
+                       : static_cast<double>(*absl::c_max_element(client_sizes));
+    s.value_range = secure.value_range();
+    config.new_aggregator = [&spec] {
+      return Registry<Aggregator>::Global().Create(spec.aggregator().name(),
+                                                   spec.aggregator().options());
+    };
+  }
   // Only when the server's setting differs; otherwise the one applied above stands.
   if (!(threads.server == threads.worker)) {
     config.on_phase = [&threads](RoundPhase phase) {

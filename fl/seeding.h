@@ -24,6 +24,7 @@ enum class SeedStream : uint64_t {
   kAugmentation = 9,
   kSystem = 10,
   kFault = 11,
+  kSecureAggregation = 12,
 };
 
 // SplitMix64 finaliser over the seed, the stream and each extra value in turn.

@@ -139,18 +139,27 @@ class Server::Round {
   // Reducing: sums the aggregators' partial sums and the round's counters over the
   // ranks; rank 0 merges the sums.
   absl::Status ReducePartialSums();
+  // Under secure aggregation: the server unmasks the contributions' total and
+  // merges it into the aggregator, or the round aborts (the model is kept); then
+  // each contributor hears its verdict.
+  absl::Status UnmaskSecureSum();
   // The new global model (rank 0's, then every rank's), or the model kept when no
   // update was accepted without error.
   absl::StatusOr<RoundOutcome> Finish();
 
   bool gathering() const { return gather_; }
   bool reducing() const { return reduce_; }
+  bool secure() const { return server_.config_.secure_aggregation.has_value(); }
 
  private:
   absl::StatusOr<ClientUpdate> Take(size_t i);
   void Acknowledge(size_t i, bool verdict);
   void Reject(size_t i, const std::string& reason, const absl::Status& status);
   void Accumulate(size_t i, ClientUpdate update);
+  // The secure round's key exchange, before the clients train.
+  absl::Status StartSecureRound();
+  // The client's half of secure aggregation: masks its partial sums.
+  void Contribute(size_t i, ClientUpdate update);
   void JoinWorkers();
   bool owned(size_t i) const {
     return group_ == nullptr || server_.config_.client_ranks[cohort_[i]] == rank_;
@@ -184,6 +193,19 @@ class Server::Round {
   // The server's verdict per cohort position.
   std::vector<uint8_t> accepted_;
   std::vector<std::pair<size_t, ClientUpdate>> held_;
+  // Secure aggregation: the round (none when it aborted at the key exchange or the
+  // cohort is empty), and each contributor's position, loss, examples and steps,
+  // counted once the sum is unmasked.
+  std::unique_ptr<SecureAggregationRound> secure_round_;
+  absl::Status secure_start_;
+  bool secure_aborted_ = false;
+  struct Contribution {
+    size_t position;
+    double loss;
+    int64_t examples;
+    int64_t steps;
+  };
+  std::vector<Contribution> contributions_;
 };
 
 absl::Status Server::Round::Configure() {
@@ -215,6 +237,34 @@ absl::Status Server::Round::Configure() {
   consumed_ = own_;
   slots_.resize(cohort_.size());
   accepted_.assign(cohort_.size(), 0);
+  if (secure() && !cohort_.empty()) FL_RETURN_IF_ERROR(StartSecureRound());
+  return absl::OkStatus();
+}
+
+absl::Status Server::Round::StartSecureRound() {
+  if (server_.client_side_ == nullptr) {
+    FL_ASSIGN_OR_RETURN(server_.client_side_, server_.config_.new_aggregator());
+  }
+  // The clients' instance holds what the server's does between rounds (an adapted
+  // clip norm, say), so that its partial sums are the ones the server would take.
+  FL_RETURN_IF_ERROR(server_.client_side_->RestoreState(server_.aggregator_->SaveState()));
+  std::optional<std::map<std::string, at::Tensor>> layout = server_.aggregator_->PartialSums();
+  if (!layout.has_value()) {
+    return absl::FailedPreconditionError(
+        "secure aggregation: the aggregator has no partial sums to aggregate securely");
+  }
+  std::vector<int64_t> ids;
+  for (int position : cohort_) ids.push_back(server_.clients_[position]->id());
+  absl::StatusOr<std::unique_ptr<SecureAggregationRound>> started = SecureAggregationRound::Start(
+      *server_.config_.secure_aggregation, ids, *layout,
+      DeriveSeed(server_.config_.seed, SeedStream::kSecureAggregation,
+                 {static_cast<uint64_t>(round_)}));
+  if (started.status().code() == absl::StatusCode::kFailedPrecondition) {
+    secure_start_ = started.status();  // the round aborts; UnmaskSecureSum says so
+    return absl::OkStatus();
+  }
+  FL_RETURN_IF_ERROR(started.status());
+  secure_round_ = *std::move(started);
   return absl::OkStatus();
 }
 
@@ -339,7 +389,8 @@ void Server::Round::ConsumeUpdates() {
       Acknowledge(i, false);
       continue;
     }
-    outcome_.bytes_up += update->bytes_sent;
+    // Under secure aggregation the protocol's bytes are counted instead.
+    if (!secure()) outcome_.bytes_up += update->bytes_sent;
     if (Verdict verdict = CheckUpdate(global_, *update); !verdict.status.ok()) {
       Reject(i, verdict.reason, verdict.status);
       continue;
@@ -359,11 +410,76 @@ void Server::Round::ConsumeUpdates() {
     }
     if (screen_norms_) {
       held_.emplace_back(i, *std::move(update));
+    } else if (secure()) {
+      Contribute(i, *std::move(update));
     } else {
       Accumulate(i, *std::move(update));
     }
   }
   JoinWorkers();
+}
+
+// The checks above are, under secure aggregation, the client's own before it masks
+// anything: the server learns that a client sent nothing, not what it would have.
+void Server::Round::Contribute(size_t i, ClientUpdate update) {
+  if (secure_round_ == nullptr) {  // aborted at the key exchange
+    Acknowledge(i, false);
+    return;
+  }
+  const double loss = update.metrics.count("train_loss") ? update.metrics["train_loss"] : 0.0;
+  const Contribution contribution{i, loss, update.num_examples, update.local_steps};
+  absl::Status status = secure_round_->Contribute(update, *server_.client_side_, global_,
+                                                  server_.context_);
+  if (!status.ok()) {
+    Reject(i, "aggregator", status);
+    return;
+  }
+  contributions_.push_back(contribution);
+}
+
+absl::Status Server::Round::UnmaskSecureSum() {
+  std::map<std::string, double>& diagnostics = server_.context_.diagnostics;
+  diagnostics["secagg_contributions"] = contributions_.size();
+  if (cohort_.empty()) {  // Poisson sampling drew nobody: nothing to abort
+    diagnostics["secagg_aborted"] = 0;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::map<std::string, at::Tensor>> sums =
+      secure_round_ != nullptr ? secure_round_->Unmask() : secure_start_;
+  diagnostics["secagg_clipped"] = 0;
+  diagnostics["secagg_saturated"] = 0;
+  if (secure_round_ != nullptr) {
+    outcome_.bytes_up += secure_round_->bytes_up();
+    outcome_.bytes_down += secure_round_->bytes_down();
+    diagnostics["secagg_clipped"] = secure_round_->clipped_updates();
+    diagnostics["secagg_saturated"] = static_cast<double>(secure_round_->saturated_values());
+    if (secure_round_->saturated_values() > 0) {
+      LOG_FIRST_N(WARNING, 1) << "round " << round_ << ": " << secure_round_->saturated_values()
+                              << " values of the clients' partial sums lay beyond secure "
+                                 "aggregation's range and were clipped (secagg_saturated): the "
+                                 "sum is not the plain one; raise value_range";
+    }
+  }
+  if (!sums.ok() && sums.status().code() != absl::StatusCode::kFailedPrecondition) {
+    return sums.status();
+  }
+  secure_aborted_ = !sums.ok();
+  diagnostics["secagg_aborted"] = secure_aborted_ ? 1 : 0;
+  if (secure_aborted_) {
+    LOG(WARNING) << "round " << round_ << ": " << sums.status().message()
+                 << "; the round aborts and the model is kept";
+    for (const Contribution& c : contributions_) Acknowledge(c.position, false);
+    return absl::OkStatus();
+  }
+  FL_RETURN_IF_ERROR(server_.aggregator_->MergePartialSums(*std::move(sums)));
+  for (const Contribution& c : contributions_) {
+    Acknowledge(c.position, true);
+    outcome_.local_steps += c.steps;
+    loss_weighted_ += c.loss * c.examples;
+    examples_ += c.examples;
+    ++outcome_.accepted;
+  }
+  return absl::OkStatus();
 }
 
 void Server::Round::ScreenHeldUpdates() {
@@ -454,6 +570,10 @@ absl::StatusOr<Server::RoundOutcome> Server::Round::Finish() {
   // Reduced, it is every rank's already; else this process's clients' (none off rank 0
   // when gathering), weighted by their examples.
   if (!reduce_) outcome_.train_loss = examples_ > 0 ? loss_weighted_ / examples_ : 0.0;
+  if (secure_aborted_) {
+    outcome_.train_loss = 0.0;
+    return outcome_;
+  }
   if (outcome_.accepted == 0) {
     if (!first_error_.ok()) {
       return absl::Status(first_error_.code(),
@@ -497,6 +617,7 @@ absl::StatusOr<Server::RoundOutcome> Server::RunRound(int round, ModelState& glo
   step.ScreenHeldUpdates();
   if (step.gathering()) FL_RETURN_IF_ERROR(step.SendVerdicts());
   if (step.reducing()) FL_RETURN_IF_ERROR(step.ReducePartialSums());
+  if (step.secure()) FL_RETURN_IF_ERROR(step.UnmaskSecureSum());
   return step.Finish();
 }
 

@@ -35,6 +35,7 @@
 #include "fl/evaluator.h"
 #include "fl/metrics_sink.h"
 #include "fl/model_state.h"
+#include "fl/secure_aggregation.h"
 
 namespace fl {
 
@@ -104,6 +105,12 @@ struct ServerConfig {
   // Sends every update to rank 0 even when the aggregator has partial sums, so the
   // result equals the in-process run's bit for bit.
   bool gather_updates = false;
+  // Runs each round's sum under secure aggregation (fl/secure_aggregation.h):
+  // the aggregator (sums_only) then receives only the unmasked total of the
+  // clients' partial sums, each computed on a client by an instance from
+  // new_aggregator. In-process runs without norm screening only.
+  std::optional<SecureAggregationConfig> secure_aggregation;
+  std::function<absl::StatusOr<std::unique_ptr<Aggregator>>()> new_aggregator;
 };
 
 class Server {
@@ -144,7 +151,8 @@ class Server {
     int accepted = 0;
     int rejected = 0;
     // "training" (the client failed), "shape", "non_finite", "num_examples",
-    // "norm" (screening), "aggregator" (Accumulate refused it).
+    // "norm" (screening), "aggregator" (Accumulate refused it; under secure
+    // aggregation, the client's own instance did and it sent nothing).
     std::map<std::string, int> rejected_by_reason;
     int incomplete = 0;  // accepted or not
     int dropped = 0;     // completed no step: nothing sent
@@ -184,6 +192,9 @@ class Server {
   Evaluator evaluate_;
   PredictorEvaluator evaluate_predictor_;
   MetricsSink* sink_;
+  // Under secure aggregation: the clients' instance of the aggregator, given the
+  // server's state at the start of each round.
+  std::unique_ptr<Aggregator> client_side_;
   // The run so far. With a lossy download, clients_copy is the model every client
   // holds (what the server's model minus it still owes them is the error-feedback
   // residual).

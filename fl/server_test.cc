@@ -97,6 +97,54 @@ class SumAggregator : public Aggregator {
   int seen_ = 0;
 };
 
+// The size-weighted mean of the deltas, through partial sums (sums_only).
+class MeanSums : public Aggregator {
+ public:
+  AggregatorProperties properties() const override {
+    AggregatorProperties properties;
+    properties.sums_only = true;
+    return properties;
+  }
+  absl::StatusOr<RoundPlan> Configure(const ModelState& global, ServerContext&) override {
+    sums_.clear();
+    for (size_t i = 0; i < global.size(); ++i) {
+      sums_[absl::StrCat("sum/", i)] = at::zeros(global.tensor(i).sizes(), at::kDouble);
+    }
+    sums_["weight"] = at::zeros({}, at::kDouble);
+    return RoundPlan();
+  }
+  absl::Status Accumulate(ClientUpdate update, ServerContext&) override {
+    ++accumulated;
+    const double n = static_cast<double>(update.num_examples);
+    for (size_t i = 0; i < update.delta.size(); ++i) {
+      sums_[absl::StrCat("sum/", i)] += update.delta.tensor(i).to(at::kDouble) * n;
+    }
+    sums_["weight"] += n;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<ModelState> Finalize(const ModelState& global, ServerContext&) override {
+    ModelState next = global.Clone();
+    for (size_t i = 0; i < next.size(); ++i) {
+      next.mutable_entries()[i].tensor +=
+          (sums_[absl::StrCat("sum/", i)] / sums_["weight"]).to(at::kFloat);
+    }
+    return next;
+  }
+  std::optional<std::map<std::string, at::Tensor>> PartialSums() const override {
+    std::map<std::string, at::Tensor> copy;
+    for (const auto& [name, sum] : sums_) copy[name] = sum.clone();
+    return copy;
+  }
+  absl::Status MergePartialSums(std::map<std::string, at::Tensor> sums) override {
+    sums_ = std::move(sums);
+    return absl::OkStatus();
+  }
+  int accumulated = 0;
+
+ private:
+  std::map<std::string, at::Tensor> sums_;
+};
+
 class ServerTest : public ::testing::Test {
  protected:
   std::unique_ptr<MetricsSink> Sink(const std::string& name) {
@@ -345,6 +393,117 @@ TEST_F(ServerTest, AggregatorCanEvaluateAModelOtherThanTheIterate) {
   EXPECT_DOUBLE_EQ(sink->rows()[1].test_accuracy, 6.0);
 }
 
+// Secure aggregation: five clients of deltas k + 1 and weights 10 (k + 1), two
+// rounds.
+class SecureServerTest : public ServerTest {
+ protected:
+  struct Run {
+    ModelState model;
+    std::vector<MetricsRow> rows;
+    int server_accumulated = 0;
+    // Each client's verdicts heard, accepted and rejected.
+    std::vector<std::pair<int, int>> acks;
+  };
+
+  Run RunFive(std::optional<SecureAggregationConfig> secure, const std::string& name,
+              int failing = -1) {
+    std::vector<std::unique_ptr<Client>> clients;
+    std::vector<FakeClient*> raw;
+    Run run;
+    for (int k = 0; k < 5; ++k) {
+      clients.push_back(std::make_unique<FakeClient>(k, k + 1.0f, 10 * (k + 1)));
+      raw.push_back(static_cast<FakeClient*>(clients.back().get()));
+    }
+    if (failing >= 0) raw[failing]->fail = true;
+    MeanSums aggregator;
+    auto sink = Sink(name);
+    ServerConfig config{.rounds = 2, .clients_per_round = 5, .workers = 2};
+    config.secure_aggregation = secure;
+    config.new_aggregator = []() -> absl::StatusOr<std::unique_ptr<Aggregator>> {
+      return std::make_unique<MeanSums>();
+    };
+    Server server(config, &aggregator, std::move(clients), ServerContext(), Evaluate, sink.get());
+    auto model = server.Run(Zero());
+    EXPECT_TRUE(model.ok()) << model.status();
+    run.model = model.ok() ? *std::move(model) : Zero();
+    run.rows = sink->rows();
+    run.server_accumulated = aggregator.accumulated;
+    for (FakeClient* client : raw) run.acks.emplace_back(client->accepted_acks, client->rejected_acks);
+    return run;
+  }
+
+  static SecureAggregationConfig Secure() {
+    SecureAggregationConfig config;
+    config.update_norm_bound = 20;  // the largest delta's norm is 5 sqrt(2)
+    config.max_weight = 50;
+    return config;
+  }
+  // Range 50 x 20^2 = 20000 over 5 summands: scale 2^14.
+  static constexpr double kQuantum = 1.0 / 16384;
+};
+
+TEST_F(SecureServerTest, EqualsThePlainRunWithinTheQuantumAndTheServerNeverSeesAnUpdate) {
+  const Run plain = RunFive(std::nullopt, "secure_plain");
+  const Run secure = RunFive(Secure(), "secure_on");
+  EXPECT_EQ(plain.server_accumulated, 10);
+  EXPECT_EQ(secure.server_accumulated, 0);
+  // Each round moves by sum(n_k (k + 1)) / sum(n_k) = 550 / 150; the unmasked sum is
+  // within 5 quanta of the weighted one, the weights exact.
+  EXPECT_NEAR(plain.model.tensor(0)[0].item<float>(), 2 * 550.0 / 150, 1e-5);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_NEAR(secure.model.tensor(0)[i].item<float>(), plain.model.tensor(0)[i].item<float>(),
+                2 * 5 * kQuantum / 150 + 1e-6);
+  }
+  ASSERT_EQ(secure.rows.size(), 2u);
+  const MetricsRow& row = secure.rows[1];
+  EXPECT_EQ(row.clients, 5);
+  EXPECT_EQ(row.rejected, 0);
+  EXPECT_EQ(row.diagnostics.at("secagg_contributions"), 5);
+  EXPECT_EQ(row.diagnostics.at("secagg_aborted"), 0);
+  EXPECT_EQ(row.diagnostics.at("secagg_clipped"), 0);
+  EXPECT_EQ(row.diagnostics.at("secagg_saturated"), 0);
+  // Keys, shares and masked vectors of 3 words, not the plain 8-byte updates.
+  EXPECT_GT(row.bytes_up, plain.rows[1].bytes_up + 2 * 5 * 64);
+  EXPECT_DOUBLE_EQ(row.train_loss, plain.rows[1].train_loss);
+  for (const auto& [accepted, rejected] : secure.acks) EXPECT_EQ(accepted, 2);
+}
+
+TEST_F(SecureServerTest, AClientFailingAfterTheKeyExchangeIsLeftOutOfTheSum) {
+  const Run secure = RunFive(Secure(), "secure_dropout", /*failing=*/2);
+  // Each round: (10 + 40 + 160 + 250) / (10 + 20 + 40 + 50) = 460 / 120.
+  EXPECT_NEAR(secure.model.tensor(0)[0].item<float>(), 2 * 460.0 / 120,
+              2 * 4 * kQuantum / 120 + 1e-5);
+  EXPECT_EQ(secure.rows[1].clients, 4);
+  EXPECT_THAT(secure.rows[1].rejected_by_reason,
+              ::testing::ElementsAre(::testing::Pair("training", 1)));
+  EXPECT_EQ(secure.rows[1].diagnostics.at("secagg_contributions"), 4);
+  EXPECT_EQ(secure.acks[2], std::make_pair(0, 2));
+  EXPECT_EQ(secure.acks[0], std::make_pair(2, 0));
+}
+
+TEST_F(SecureServerTest, TooFewContributionsAbortTheRoundAndKeepTheModel) {
+  SecureAggregationConfig config = Secure();
+  config.threshold = 5;
+  const Run secure = RunFive(config, "secure_abort", /*failing=*/2);
+  EXPECT_EQ(secure.model.tensor(0)[0].item<float>(), 0.0f);
+  ASSERT_EQ(secure.rows.size(), 2u);
+  for (const MetricsRow& row : secure.rows) {
+    EXPECT_EQ(row.clients, 0);
+    EXPECT_EQ(row.diagnostics.at("secagg_aborted"), 1);
+    EXPECT_EQ(row.diagnostics.at("secagg_contributions"), 4);
+  }
+  for (const auto& acks : secure.acks) EXPECT_EQ(acks, std::make_pair(0, 2));
+}
+
+TEST_F(SecureServerTest, AnUpdateAboveTheNormBoundIsClippedAndCounted) {
+  SecureAggregationConfig config = Secure();
+  config.update_norm_bound = 3 * std::sqrt(2.0);  // clients 3 and 4 (4, 5 sqrt 2) clip to 3
+  const Run secure = RunFive(config, "secure_clip");
+  // Each round: (10 + 40 + 90 + 3 (40 + 50)) / 150.
+  EXPECT_NEAR(secure.model.tensor(0)[0].item<float>(), 2 * 410.0 / 150, 1e-4);
+  EXPECT_EQ(secure.rows[1].diagnostics.at("secagg_clipped"), 2);
+}
+
 TEST_F(ServerTest, OneShotTrainsEveryClientOnce) {
   std::vector<std::unique_ptr<Client>> clients;
   std::vector<FakeClient*> raw;
@@ -553,6 +712,11 @@ FL_REGISTER_PLUGIN(Dataset, "tiny", fedkit::ProxySpec, CreateTinyDataset);
 FL_REGISTER_PLUGIN(Partitioner, "round_robin", fedkit::ProxySpec, CreateRoundRobin);
 FL_REGISTER_PLUGIN(Model, "eval_probe", fedkit::ProxySpec, CreateEvalProbe);
 FL_REGISTER_PLUGIN(Aggregator, "sum", fedkit::ProxySpec, CreateSum);
+absl::StatusOr<std::unique_ptr<Aggregator>> CreateMeanSums(const fedkit::ProxySpec&,
+                                                           const Aggregator::CreateArgs&) {
+  return std::make_unique<MeanSums>();
+}
+FL_REGISTER_PLUGIN(Aggregator, "mean_sums", fedkit::ProxySpec, CreateMeanSums);
 
 // Four clients of 10 examples, all in each of 2 rounds, evaluated after each.
 constexpr char kTinySpec[] = R"pb(
@@ -597,6 +761,61 @@ TEST(RunnerOptionsTest, EvalBatchSizeSplitsEvaluationWithoutChangingItsResult) {
         << r;
   }
   EXPECT_TRUE(split.final_model.tensor(0).equal(whole.final_model.tensor(0)));
+}
+
+TEST(RunnerOptionsTest, SecureAggregationInTheSpecMatchesThePlainRun) {
+  const std::string one_round = "aggregator { name: 'mean_sums' } server { rounds: 1 } ";
+  const ExperimentResult plain = RunTiny(one_round, "spec_plain");
+  // SecAgg, and SecAgg+ with each client joined to 2 others of the 4.
+  for (const std::string& graph : {"", "neighbours: 2"}) {
+    SCOPED_TRACE(graph);
+    const ExperimentResult secure = RunTiny(
+        one_round + "server { secure_aggregation { update_norm_bound: 100 " + graph + " } }",
+        "spec_secure" + std::to_string(graph.size()));
+    ASSERT_EQ(secure.rows.size(), 1u);
+    EXPECT_EQ(secure.rows[0].clients, 4);
+    EXPECT_EQ(secure.rows[0].diagnostics.at("secagg_aborted"), 0);
+    // max_weight defaults to the largest client (10 examples): a range of
+    // 10 x 100^2 over 4 summands, scale 2^12; the mean of 40 examples' weights is
+    // then within 4 / 2^12 / 40.
+    ASSERT_TRUE(plain.final_model.CheckSameLayout(secure.final_model).ok());
+    double largest_error = 0;
+    for (size_t i = 0; i < plain.final_model.size(); ++i) {
+      const double error = (secure.final_model.tensor(i) - plain.final_model.tensor(i))
+                               .abs().max().item<double>();
+      EXPECT_LE(error, 4.0 / 4096 / 40 + 1e-7) << i;
+      largest_error = std::max(largest_error, error);
+    }
+    EXPECT_GT(largest_error, 0.0) << "quantised, the sums cannot all be exact";
+  }
+}
+
+TEST(RunnerOptionsTest, SecureAggregationRefusesWhatItCannotRun) {
+  auto spec = ParseSpec(kTinySpec, "kTinySpec");
+  ASSERT_TRUE(spec.ok());
+  auto refused = [&](const std::string& overrides) {
+    fedkit::ExperimentSpec copy = *spec;
+    EXPECT_TRUE(ApplyOverride(overrides, copy).ok()) << overrides;
+    absl::StatusOr<Experiment> experiment = BuildExperiment(copy);
+    return experiment.ok() ? std::string("accepted") : std::string(experiment.status().message());
+  };
+  const std::string on = "server { secure_aggregation { update_norm_bound: 1 } } ";
+  // "sum" has no partial sums: it is not sums_only.
+  EXPECT_THAT(refused(on), HasSubstr("server.secure_aggregation: aggregator \"sum\""));
+  const std::string mean = on + "aggregator { name: 'mean_sums' } ";
+  EXPECT_EQ(refused(mean), "accepted");
+  EXPECT_THAT(refused(mean + "server { screening { max_norm_to_median: 3 } }"),
+              HasSubstr("server.screening.max_norm_to_median: needs every update's norm"));
+  EXPECT_THAT(refused(mean + "client { upload { kind: TOP_K fraction: 0.5 } }"),
+              HasSubstr("client.upload: a compressed update cannot be masked"));
+  EXPECT_THAT(refused(mean + "server { secure_aggregation { threshold: 5 } }"),
+              HasSubstr("server.secure_aggregation.threshold: must be 0 (a majority) or in [2, 4]"));
+  EXPECT_THAT(refused("aggregator { name: 'mean_sums' } server { secure_aggregation { } }"),
+              HasSubstr("server.secure_aggregation.update_norm_bound: must be > 0"));
+  EXPECT_THAT(refused(mean + "server { secure_aggregation { max_weight: -1 } }"),
+              HasSubstr("server.secure_aggregation.max_weight: must be > 0"));
+  EXPECT_THAT(refused(mean + "server { secure_aggregation { value_range: 0 } }"),
+              HasSubstr("server.secure_aggregation.value_range: must be > 0"));
 }
 
 TEST(RunnerOptionsTest, ScreeningInTheSpecRejectsTheOutlierByNorm) {

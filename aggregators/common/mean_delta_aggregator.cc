@@ -8,6 +8,7 @@ namespace aggregators {
 fl::AggregatorProperties MeanDeltaAggregator::properties() const {
   fl::AggregatorProperties properties;
   properties.dp_sums = WeightedMean::DpSums("");
+  properties.sums_only = true;
   return properties;
 }
 

@@ -240,6 +240,7 @@ fl::AggregatorProperties ProxyTunedFedAvg::properties() const {
   properties.order_invariant = true;
   properties.single_client_identity = false;  // the proxy training moves the model
   properties.uses_proxy = true;
+  properties.sums_only = true;  // the proxy training follows the merged sum
   return properties;
 }
 

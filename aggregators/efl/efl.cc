@@ -71,6 +71,7 @@ class Efl : public fl::Aggregator {
     fl::AggregatorProperties properties = base_->properties();
     properties.client_hooks.push_back("efl");
     properties.dp_sums.clear();  // its Fisher sums' sensitivity is not bounded
+    properties.sums_only = properties.sums_only && !settings_.sums_latest_per_client;
     return properties;
   }
 

@@ -54,6 +54,11 @@ class FedDf : public ProxyTunedFedAvg {
   // Left to the default: the teacher's logits are kept per client (averaged in
   // client-id order, so arrival order cannot change a bit), and their shape is
   // known only once a client model has run.
+  fl::AggregatorProperties properties() const override {
+    fl::AggregatorProperties properties = ProxyTunedFedAvg::properties();
+    properties.sums_only = false;
+    return properties;
+  }
   std::optional<NamedSums> PartialSums() const override { return std::nullopt; }
   absl::Status MergePartialSums(NamedSums sums) override {
     return fl::Aggregator::MergePartialSums(std::move(sums));

@@ -85,6 +85,7 @@ class FedExp : public fl::Aggregator {
     for (fl::DpSum& sum : SquaredNormMean::DpSums("sq_norm/")) {
       properties.dp_sums.push_back(std::move(sum));
     }
+    properties.sums_only = true;
     return properties;
   }
 

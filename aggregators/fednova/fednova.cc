@@ -71,6 +71,7 @@ class FedNova : public fl::Aggregator {
     properties.single_client_identity = true;  // tau_eff = ||a_1||_1: w + delta
     properties.step_aware = true;
     properties.needs_local_sgd = true;
+    properties.sums_only = true;
     return properties;
   }
 

@@ -269,6 +269,7 @@ class FedAvgM : public ServerOptimizer {
     properties.order_invariant = true;
     properties.single_client_identity = true;  // m_0 = Delta_0, and eta = 1 by default
     properties.dp_sums = WeightedMean::DpSums("");
+    properties.sums_only = true;
     return properties;
   }
 
@@ -311,6 +312,7 @@ class AdaptiveServerOptimizer : public ServerOptimizer {
     properties.order_invariant = true;
     properties.single_client_identity = false;
     properties.dp_sums = WeightedMean::DpSums("");
+    properties.sums_only = true;
     return properties;
   }
 

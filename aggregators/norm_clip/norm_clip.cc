@@ -89,6 +89,7 @@ class NormClip : public fl::Aggregator {
     properties.single_client_identity =
         properties.single_client_identity && !max_norm_.has_value() && median_multiple_ >= 1.0;
     properties.dp_sums.clear();  // dp_fedavg clips itself; its base takes the base
+    properties.sums_only = properties.sums_only && max_norm_.has_value();
     return properties;
   }
 

@@ -324,6 +324,7 @@ class Scaffold : public fl::Aggregator {
     properties.order_invariant = true;
     properties.single_client_identity = true;  // eta_g = 1: x + delta
     properties.client_hooks = {kName};
+    properties.sums_only = true;
     return properties;
   }
 

@@ -38,6 +38,7 @@ class SplitAverage : public fl::Aggregator {
     // A class the only client lacks gets a zero row.
     properties.single_client_identity = false;
     properties.client_hooks = {"class_counts"};
+    properties.sums_only = true;
     return properties;
   }
 
