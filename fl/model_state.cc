@@ -99,6 +99,15 @@ void ModelState::Axpy(double parameter_alpha, double buffer_alpha, const ModelSt
   }
 }
 
+bool ModelState::ClipParameterNorm(double bound, double norm) {
+  if (!(norm > bound)) return false;
+  at::NoGradGuard no_grad;
+  for (Entry& e : entries_) {
+    if (!e.is_buffer) e.tensor.mul_(bound / norm);
+  }
+  return true;
+}
+
 void ModelState::Scale(double alpha) {
   at::NoGradGuard no_grad;
   for (Entry& e : entries_) {

@@ -7,6 +7,7 @@
 //
 // Sign convention: a client's update is `delta = w_local - w_global`.
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -78,6 +79,10 @@ class ModelState {
   // Sums over parameters only (buffers excluded), accumulated in float64.
   double Dot(const ModelState& other) const;
   double SquaredNorm() const;
+  // Scales the parameters (not the buffers) down to L2 norm `bound` when their
+  // norm, `norm` if the caller has it, exceeds it; whether it did.
+  bool ClipParameterNorm(double bound) { return ClipParameterNorm(bound, std::sqrt(SquaredNorm())); }
+  bool ClipParameterNorm(double bound, double norm);
 
   // False if any floating entry holds a NaN or an infinity.
   bool AllFinite() const;

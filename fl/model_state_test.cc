@@ -74,6 +74,19 @@ TEST(ModelStateTest, FromModuleListsParametersThenBuffers) {
   ExpectTensorEq(state.tensor(3), Longs({7}));
 }
 
+// Parameters of norm 5 (3, 4) clipped to 1 become (0.6, 0.8); the buffer stays.
+TEST(ModelStateTest, ClipParameterNormScalesParametersOnlyAndOnlyAboveTheBound) {
+  ModelState state({{"w", at::tensor({3.0f, 4.0f}), false}, {"b", at::tensor({10.0f}), true}});
+  EXPECT_FALSE(state.ClipParameterNorm(5.0));
+  EXPECT_TRUE(state.tensor(0).equal(at::tensor({3.0f, 4.0f})));
+  EXPECT_TRUE(state.ClipParameterNorm(1.0));
+  EXPECT_TRUE(state.tensor(0).allclose(at::tensor({0.6f, 0.8f})));
+  EXPECT_TRUE(state.tensor(1).equal(at::tensor({10.0f})));
+  // With the norm given, it is used as is: 2 against the bound 1 halves them.
+  EXPECT_TRUE(state.ClipParameterNorm(1.0, 2.0));
+  EXPECT_TRUE(state.tensor(0).allclose(at::tensor({0.3f, 0.4f})));
+}
+
 TEST(ModelStateTest, FromModuleCopiesAreDetached) {
   TinyModule module;
   ModelState state = ModelState::FromModule(module);

@@ -108,11 +108,7 @@ absl::Status SecureAggregationRound::Contribute(const ClientUpdate& update,
         absl::StrCat("secure aggregation: client ", id, " is not in the round or sent twice"));
   }
   ClientUpdate clipped = CloneUpdate(update);
-  const double norm = std::sqrt(clipped.delta.SquaredNorm());
-  if (norm > config_.update_norm_bound) {
-    ++clipped_updates_;
-    clipped.delta.Axpy(config_.update_norm_bound / norm - 1.0, 0.0, ModelState(clipped.delta));
-  }
+  if (clipped.delta.ClipParameterNorm(config_.update_norm_bound)) ++clipped_updates_;
   ServerContext own = context;
   FL_RETURN_IF_ERROR(client_side.Configure(global, own).status());
   FL_RETURN_IF_ERROR(client_side.Accumulate(std::move(clipped), own));

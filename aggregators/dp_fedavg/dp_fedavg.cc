@@ -103,17 +103,6 @@ constexpr char kRdpState[] = "dp_fedavg/rdp";
 constexpr char kParticipationState[] = "dp_fedavg/participations";
 constexpr uint64_t kNoiseStream = 0x44502d4e6f697365;  // "DP-Noise"
 
-// Scales the parameters of `delta` to norm `bound` if they exceed it; whether it did.
-bool ClipToNorm(fl::ModelState& delta, double bound) {
-  const double norm = std::sqrt(delta.SquaredNorm());
-  if (!(norm > bound)) return false;
-  at::NoGradGuard no_grad;
-  for (fl::ModelState::Entry& e : delta.mutable_entries()) {
-    if (!e.is_buffer) e.tensor.mul_(bound / norm);
-  }
-  return true;
-}
-
 // Gaussian noise shaped as `like`, from `generator` (on the CPU, then moved).
 at::Tensor GaussianLike(const at::Tensor& like, double stddev, at::Generator& generator) {
   at::Tensor noise = at::empty(like.sizes(), at::TensorOptions(at::kCPU).dtype(like.scalar_type()));
@@ -132,7 +121,7 @@ class DpClipHook : public fl::ClientHook {
       return absl::InvalidArgumentError(
           absl::StrCat("clip_norm must be > 0, got ", options_.clip_norm()));
     }
-    const bool within = !ClipToNorm(update.delta, options_.clip_norm());
+    const bool within = !update.delta.ClipParameterNorm(options_.clip_norm());
     if (options_.report_within_bound()) {
       update.extras[kWithinBound] = fl::ModelState(
           {{"within", at::scalar_tensor(within ? 1.0 : 0.0, at::kDouble), false}});
@@ -260,7 +249,7 @@ class DpFedAvg : public fl::Aggregator {
     // but counted only beyond the rounding.
     const bool clipped =
         !config_.local && std::sqrt(update.delta.SquaredNorm()) > clip_norm_ * (1 + 1e-5);
-    if (!config_.local) ClipToNorm(update.delta, clip_norm_);
+    if (!config_.local) update.delta.ClipParameterNorm(clip_norm_);
     const int64_t client = update.client_id;
     update.num_examples = 1;  // uniform weights: one client, one unit of sensitivity
     FL_RETURN_IF_ERROR(base_->Accumulate(std::move(update), context));

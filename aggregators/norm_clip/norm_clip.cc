@@ -64,16 +64,6 @@ constexpr char kName[] = "norm_clip";
 constexpr char kAccepted[] = "accepted";
 constexpr char kClipped[] = "clipped";
 
-// Scales the parameters of `delta`, whose norm is `norm`, down to norm `bound` if
-// it exceeds it; whether it did.
-bool Clip(fl::ModelState& delta, double norm, double bound) {
-  if (!(norm > bound)) return false;
-  at::NoGradGuard no_grad;
-  for (fl::ModelState::Entry& e : delta.mutable_entries()) {
-    if (!e.is_buffer) e.tensor.mul_(bound / norm);
-  }
-  return true;
-}
 
 class NormClip : public fl::Aggregator {
  public:
@@ -107,7 +97,7 @@ class NormClip : public fl::Aggregator {
       norms_.push_back(norm);
       return absl::OkStatus();
     }
-    const bool clipped = Clip(update.delta, norm, *max_norm_);
+    const bool clipped = update.delta.ClipParameterNorm(*max_norm_, norm);
     FL_RETURN_IF_ERROR(base_->Accumulate(std::move(update), context));
     ++accepted_;
     clipped_ += clipped ? 1 : 0;
@@ -165,7 +155,7 @@ class NormClip : public fl::Aggregator {
         CoordinateMedian(at::tensor(norms, at::kDouble).unsqueeze(1)).item<double>();
     context.diagnostics["norm_clip/bound"] = bound;
     for (size_t i = 0; i < updates.size(); ++i) {
-      const bool clipped = Clip(updates[i].delta, norms[i], bound);
+      const bool clipped = updates[i].delta.ClipParameterNorm(bound, norms[i]);
       const int64_t client = updates[i].client_id;
       if (absl::Status s = base_->Accumulate(std::move(updates[i]), context); !s.ok()) {
         return absl::Status(
