@@ -767,7 +767,7 @@ TEST(RunnerOptionsTest, SecureAggregationInTheSpecMatchesThePlainRun) {
   const std::string one_round = "aggregator { name: 'mean_sums' } server { rounds: 1 } ";
   const ExperimentResult plain = RunTiny(one_round, "spec_plain");
   // SecAgg, and SecAgg+ with each client joined to 2 others of the 4.
-  for (const std::string& graph : {"", "neighbours: 2"}) {
+  for (const std::string graph : {"", "neighbours: 2"}) {
     SCOPED_TRACE(graph);
     const ExperimentResult secure = RunTiny(
         one_round + "server { secure_aggregation { update_norm_bound: 100 " + graph + " } }",
