@@ -137,9 +137,10 @@ absl::Status SecureAggregationRound::Contribute(const ClientUpdate& update,
   int64_t saturated = 0;
   const std::vector<uint32_t> encoded = encoding_.Encode(values, rounding, &saturated);
   saturated_values_ += saturated;
-  FL_ASSIGN_OR_RETURN(std::vector<uint32_t> masked,
-                      client->second->MaskedInput(encoded, server_.Inbox(id)));
-  for (const auto& [from, message] : server_.Inbox(id)) {
+  // Inbox copies every message addressed to the client: take it once.
+  const std::map<int64_t, std::vector<uint8_t>> inbox = server_.Inbox(id);
+  FL_ASSIGN_OR_RETURN(std::vector<uint32_t> masked, client->second->MaskedInput(encoded, inbox));
+  for (const auto& [from, message] : inbox) {
     bytes_down_ += static_cast<int64_t>(message.size());
   }
   bytes_up_ += static_cast<int64_t>(masked.size() * sizeof(uint32_t));
