@@ -2,6 +2,7 @@
 // (installed by tools/setup.sh), plus whole-spec validation through every plugin.
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -495,6 +496,20 @@ TEST(ValidationTest, OneShotOptionsAreCheckedWithTheirPaths) {
               HasSubstr("server.compare[2].aggregator.name: aggregator \"x\" is not registered"));
   EXPECT_THAT(std::string(experiment.status().message()),
               HasSubstr("server.cohort_sampling: one-shot runs take every client (server.one_shot)"));
+}
+
+TEST(ValidationTest, BatchOrderFoldersAreChecked) {
+  const std::string used = std::string(std::getenv("TEST_TMPDIR")) + "/used_orders";
+  std::filesystem::create_directories(used + "/1");
+  std::ofstream(used + "/1/0.txt") << "0\n";
+  auto experiment = fl::BuildExperiment(Spec(absl::StrCat(
+      "client { batch_order_dir: '", used, "' batch_order_record_dir: '", used, "' }")));
+  ASSERT_EQ(experiment.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string message(experiment.status().message());
+  EXPECT_THAT(message,
+              HasSubstr("client.batch_order_dir: is only read with batch_order: FROM_FILE"));
+  EXPECT_THAT(message, HasSubstr(absl::StrCat("client.batch_order_record_dir: \"", used,
+                                              "\" must be a new or empty folder")));
 }
 
 TEST(ValidationTest, EveryProblemIsReportedWithItsFieldPath) {

@@ -48,5 +48,33 @@ TEST(BatchOrderFileTest, AMissingFileIsNotFound) {
             absl::StatusCode::kNotFound);
 }
 
+TEST(BatchOrderFileTest, AppendedOrdersReadBackOneEpochPerLine) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/recorded";
+  ASSERT_TRUE(AppendBatchOrder(dir, 4, "proxy", {2, 0, 1}).ok());
+  ASSERT_TRUE(AppendBatchOrder(dir, 4, "proxy", {1, 2, 0}).ok());
+  auto orders = ReadBatchOrders(dir, 4, "proxy", {0, 1, 2});
+  ASSERT_TRUE(orders.ok()) << orders.status();
+  EXPECT_THAT(*orders, ElementsAre(ElementsAre(2, 0, 1), ElementsAre(1, 2, 0)));
+}
+
+TEST(BatchOrderFileTest, AnUnwritableFolderIsAnErrorNamingIt) {
+  const std::string file = Write("11", "0\n") + "/3/11.txt";  // a file where a folder should be
+  absl::Status status = AppendBatchOrder(file, 1, "0", {0});
+  EXPECT_EQ(status.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(status.message(), HasSubstr(file + "/1"));
+}
+
+TEST(BatchOrderFileTest, ARecordFolderMustBeNewOrEmpty) {
+  const std::string tmp = std::getenv("TEST_TMPDIR");
+  EXPECT_TRUE(CheckBatchOrderRecordFolder("").ok());
+  EXPECT_TRUE(CheckBatchOrderRecordFolder(tmp + "/not_yet").ok());
+  std::filesystem::create_directories(tmp + "/empty");
+  EXPECT_TRUE(CheckBatchOrderRecordFolder(tmp + "/empty").ok());
+  const std::string used = Write("12", "0\n");
+  absl::Status status = CheckBatchOrderRecordFolder(used);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), AllOf(HasSubstr(used), HasSubstr("new or empty")));
+}
+
 }  // namespace
 }  // namespace fl

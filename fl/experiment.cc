@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "fl/atomic_file.h"
+#include "fl/batch_order_file.h"
 #include "fl/c10d_collective.h"
 #include "fl/checkpoint.h"
 #include "fl/client_hook.h"
@@ -196,6 +197,10 @@ void ValidateCore(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
                             client.batch_order_dir(), "\""));
   } else if (!from_file && !client.batch_order_dir().empty()) {
     errors.Add("client.batch_order_dir", "is only read with batch_order: FROM_FILE");
+  }
+  if (absl::Status record = CheckBatchOrderRecordFolder(client.batch_order_record_dir());
+      !record.ok()) {
+    errors.Add("client.batch_order_record_dir", record.message());
   }
   if (absl::Status codec = CheckCodec(CodecFromSpec(client.upload())); !codec.ok()) {
     errors.AddStatus("client.upload.", codec);

@@ -266,6 +266,16 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
       if (shuffle) std::shuffle(train_indices.begin(), train_indices.end(), rng);
       order = at::tensor(train_indices, at::kLong).to(device);
     }
+    if (batch_in_epoch == 0 && !spec.batch_order_record_dir().empty()) {
+      const std::vector<int64_t>& epoch_order =
+          recorded.empty() ? train_indices : recorded[step / batches_per_epoch];
+      absl::Status written = AppendBatchOrder(spec.batch_order_record_dir(), input.round,
+                                              absl::StrCat(input.client_id), epoch_order);
+      if (!written.ok()) {
+        return absl::Status(written.code(),
+                            absl::StrCat("client.batch_order_record_dir: ", written.message()));
+      }
+    }
     const int64_t begin = batch_in_epoch * batch_size;
     const at::Tensor batch = order.narrow(0, begin, std::min(batch_size, num_examples - begin));
     at::Tensor x = input.examples->x.index_select(0, batch);

@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 #include <torch/utils.h>
 
+#include "fl/batch_order_file.h"
 #include "fl/client_hook.h"
 #include "fl/codec.h"
 #include "fl/fault_model.h"
@@ -427,6 +428,35 @@ TEST_F(LocalTrainerTest, RecordedBatchOrdersAreReplayedEpochByEpoch) {
   auto refused = LocalTrainer(spec_, {}, &store_).Train(model_, Input(6, 2, plan));
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(refused.status().message(), ::testing::HasSubstr("2/6.txt"));
+}
+
+// A shuffled run records each epoch's order as drawn, without changing the run;
+// replaying the record trains the same model bit for bit.
+TEST_F(LocalTrainerTest, RecordedShufflesReplayToTheSameUpdate) {
+  const std::string dir = std::string(getenv("TEST_TMPDIR")) + "/own_orders";
+  spec_.set_epochs(3);
+  spec_.set_batch_size(3);
+  RoundPlan plan;
+  auto plain = LocalTrainer(spec_, {}, &store_).Train(model_, Input(4, 7, plan));
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  fedkit::ClientTrainingSpec recording = spec_;
+  recording.set_batch_order_record_dir(dir);
+  auto recorded = LocalTrainer(recording, {}, &store_).Train(model_, Input(4, 7, plan));
+  ASSERT_TRUE(recorded.ok()) << recorded.status();
+  EXPECT_TRUE(recorded->delta.tensor(0).equal(plain->delta.tensor(0)));
+
+  auto orders = ReadBatchOrders(dir, 7, "4", indices_);
+  ASSERT_TRUE(orders.ok()) << orders.status();
+  ASSERT_EQ(orders->size(), 3u);
+  EXPECT_NE((*orders)[0], (*orders)[1]);  // reshuffled each epoch
+
+  fedkit::ClientTrainingSpec replaying = spec_;
+  replaying.set_batch_order(fedkit::ClientTrainingSpec::FROM_FILE);
+  replaying.set_batch_order_dir(dir);
+  auto replayed = LocalTrainer(replaying, {}, &store_).Train(model_, Input(4, 7, plan));
+  ASSERT_TRUE(replayed.ok()) << replayed.status();
+  EXPECT_TRUE(replayed->delta.tensor(0).equal(plain->delta.tensor(0)));
+  EXPECT_TRUE(replayed->delta.tensor(1).equal(plain->delta.tensor(1)));
 }
 
 TEST_F(LocalTrainerTest, HookStatePersistsPerClientAcrossRounds) {

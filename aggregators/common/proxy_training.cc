@@ -39,18 +39,16 @@ std::vector<at::Tensor> OrderedBatches(const std::vector<int64_t>& order, int64_
   return batches;
 }
 
-std::vector<at::Tensor> ShuffledBatches(int64_t n, int64_t batch_size, std::mt19937_64& rng,
-                                        at::Device device) {
+std::vector<int64_t> EpochOrder(int64_t n, std::mt19937_64* rng) {
   std::vector<int64_t> order(n);
   std::iota(order.begin(), order.end(), 0);
-  std::shuffle(order.begin(), order.end(), rng);
-  return OrderedBatches(order, batch_size, device);
+  if (rng != nullptr) std::shuffle(order.begin(), order.end(), *rng);
+  return order;
 }
 
-std::vector<at::Tensor> InOrderBatches(int64_t n, int64_t batch_size, at::Device device) {
-  std::vector<int64_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  return OrderedBatches(order, batch_size, device);
+std::vector<at::Tensor> ShuffledBatches(int64_t n, int64_t batch_size, std::mt19937_64& rng,
+                                        at::Device device) {
+  return OrderedBatches(EpochOrder(n, &rng), batch_size, device);
 }
 
 double ProxyLoss(fl::Model& model, const fl::Examples& examples) {

@@ -37,9 +37,10 @@ absl::Status RequireProxy(const fl::ServerContext& context, absl::string_view me
 std::vector<at::Tensor> ShuffledBatches(int64_t n, int64_t batch_size, std::mt19937_64& rng,
                                         at::Device device);
 
-// As ShuffledBatches, without the shuffle: [0, n) in order, so that another
-// implementation reading the proxy set in the same order sees the same batches.
-std::vector<at::Tensor> InOrderBatches(int64_t n, int64_t batch_size, at::Device device);
+// One epoch's order of [0, n): shuffled from `rng` as ShuffledBatches does, or in
+// order when `rng` is null (so that another implementation reading the proxy set in
+// the same order sees the same batches).
+std::vector<int64_t> EpochOrder(int64_t n, std::mt19937_64* rng);
 // Consecutive slices of `order` (positions in the proxy set), `batch_size` long, the
 // last one smaller: a recorded epoch's batches.
 std::vector<at::Tensor> OrderedBatches(const std::vector<int64_t>& order, int64_t batch_size,

@@ -333,12 +333,21 @@ TEST(ShuffledBatchesTest, CoversEveryIndexOnce) {
   EXPECT_TRUE(std::get<0>(at::cat(batches).sort()).equal(at::arange(5, at::kLong)));
 }
 
-TEST(InOrderBatchesTest, SlicesTheIndicesInOrder) {
-  std::vector<at::Tensor> batches = InOrderBatches(5, 2, at::kCPU);
+TEST(EpochOrderTest, InOrderWithoutAStreamAndAsShuffledBatchesWithOne) {
+  EXPECT_THAT(EpochOrder(5, nullptr), ::testing::ElementsAre(0, 1, 2, 3, 4));
+  std::mt19937_64 a(3);
+  std::mt19937_64 b(3);
+  const std::vector<int64_t> order = EpochOrder(5, &a);
+  EXPECT_TRUE(at::cat(ShuffledBatches(5, 2, b, at::kCPU)).equal(at::tensor(order, at::kLong)));
+  EXPECT_NE(order, EpochOrder(5, nullptr));
+}
+
+TEST(OrderedBatchesTest, SlicesTheOrder) {
+  std::vector<at::Tensor> batches = OrderedBatches({4, 0, 3, 1, 2}, 2, at::kCPU);
   ASSERT_EQ(batches.size(), 3u);
-  EXPECT_TRUE(batches[0].equal(at::tensor({0, 1}, at::kLong)));
-  EXPECT_TRUE(batches[1].equal(at::tensor({2, 3}, at::kLong)));
-  EXPECT_TRUE(batches[2].equal(at::tensor({4}, at::kLong)));
+  EXPECT_TRUE(batches[0].equal(at::tensor({4, 0}, at::kLong)));
+  EXPECT_TRUE(batches[1].equal(at::tensor({3, 1}, at::kLong)));
+  EXPECT_TRUE(batches[2].equal(at::tensor({2}, at::kLong)));
 }
 
 }  // namespace

@@ -89,7 +89,8 @@ struct FedLawConfig {
   bool swa_gamma_first = false;
   double holdout_fraction = 0.3;
   bool proxy_in_order = false;
-  std::string proxy_order_dir;  // recorded orders, replayed
+  std::string proxy_order_dir;         // recorded orders, replayed
+  std::string proxy_order_record_dir;  // this run's orders, recorded
 };
 
 // One Adam run over some of (a, g) for a number of epochs.
@@ -209,8 +210,8 @@ class FedLaw : public fl::Aggregator {
                         RecordedProxyOrders(context.round, proxy.size()));
     auto next_recorded = recorded.begin();
     for (const Stage& stage : Stages()) {
-      RunStage(stage, cohort, proxy, parameters, rng, recorded.empty() ? nullptr : &next_recorded,
-               weights);
+      FL_RETURN_IF_ERROR(RunStage(stage, cohort, proxy, parameters, context.round, rng,
+                                  recorded.empty() ? nullptr : &next_recorded, weights));
     }
 
     const double gamma = weights.Gamma();
@@ -268,9 +269,10 @@ class FedLaw : public fl::Aggregator {
 
   // A fresh Adam over the stage's variables (the others' gradients are zeroed, which
   // keeps them exactly where they are), one step per proxy minibatch.
-  void RunStage(const Stage& stage, const Cohort& cohort, const fl::Examples& proxy,
-                const std::vector<at::Tensor>& parameters, std::mt19937_64& rng,
-                std::vector<std::vector<int64_t>>::const_iterator* recorded, Weights& weights) {
+  absl::Status RunStage(const Stage& stage, const Cohort& cohort, const fl::Examples& proxy,
+                        const std::vector<at::Tensor>& parameters, int round, std::mt19937_64& rng,
+                        std::vector<std::vector<int64_t>>::const_iterator* recorded,
+                        Weights& weights) {
     const size_t n = weights.a.size();
     fedlaw::ScalarAdam adam(n + 1, config_.beta1, config_.beta2, config_.eps);
     const std::vector<double> a_at_start = weights.a;
@@ -282,12 +284,18 @@ class FedLaw : public fl::Aggregator {
     for (int epoch = 0; epoch < stage.epochs; ++epoch) {
       const double lr = stage.swa_schedule ? fedlaw::SwaLambdaLr(config_.lr, epoch)
                                            : fedlaw::StepLr(config_.lr, epoch);
-      const std::vector<at::Tensor> batches =
-          recorded != nullptr ? OrderedBatches(*(*recorded)++, config_.batch_size, proxy.y.device())
-          : config_.proxy_in_order
-              ? InOrderBatches(proxy.size(), config_.batch_size, proxy.y.device())
-              : ShuffledBatches(proxy.size(), config_.batch_size, rng, proxy.y.device());
-      for (const at::Tensor& batch : batches) {
+      const std::vector<int64_t> order =
+          recorded != nullptr ? *(*recorded)++
+                              : EpochOrder(proxy.size(), config_.proxy_in_order ? nullptr : &rng);
+      if (!config_.proxy_order_record_dir.empty()) {
+        absl::Status written =
+            fl::AppendBatchOrder(config_.proxy_order_record_dir, round, "proxy", order);
+        if (!written.ok()) {
+          return absl::Status(written.code(), absl::StrCat("options.proxy_order_record_dir: ",
+                                                           written.message()));
+        }
+      }
+      for (const at::Tensor& batch : OrderedBatches(order, config_.batch_size, proxy.y.device())) {
         at::Tensor gradient;
         fedlaw::LossAndGradient(*model_, parameters,
                                 fedlaw::Combine(cohort, weights.Gamma(), weights.Lambda()),
@@ -309,6 +317,7 @@ class FedLaw : public fl::Aggregator {
     }
     // The SWA stage's lambda is the averaged a, or its start when no snapshot was taken.
     if (stage.swa_schedule) weights.a = snapshots > 0 ? a_average : a_at_start;
+    return absl::OkStatus();
   }
 
   struct StoredUpdate {
@@ -385,6 +394,11 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateFedLaw(const FedLawOptions
   config.proxy_order_dir = options.proxy_order_dir();
   if (!config.proxy_order_dir.empty() && config.proxy_in_order) {
     errors.Add("options.proxy_order_dir", "cannot be combined with proxy_in_order");
+  }
+  config.proxy_order_record_dir = options.proxy_order_record_dir();
+  if (absl::Status record = fl::CheckBatchOrderRecordFolder(config.proxy_order_record_dir);
+      !record.ok()) {
+    errors.Add("options.proxy_order_record_dir", record.message());
   }
   FL_RETURN_IF_ERROR(errors.ToStatus());
   return std::make_unique<FedLaw>(config);

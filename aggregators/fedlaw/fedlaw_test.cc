@@ -15,6 +15,7 @@
 #include "aggregators/fedlaw/fedlaw_options.pb.h"
 #include "aggregators/fedlaw/fedlaw_weights.h"
 #include "fl/aggregator.h"
+#include "fl/batch_order_file.h"
 #include "fl/model.h"
 #include "fl/registry.h"
 #include "gmock/gmock.h"
@@ -259,6 +260,40 @@ TEST_F(FedLawToyTest, RecordedProxyOrdersAreReplayed) {
   more.set_proxy_order_dir(dir);
   auto short_file = Create("fedlaw", more);
   EXPECT_THAT(Run(*short_file).status().message(), ::testing::HasSubstr("1 recorded epochs, 2 needed"));
+}
+
+TEST_F(FedLawToyTest, ProxyOrdersAreRecordedAsDrawnAndReplayToTheSameGamma) {
+  const std::string dir = std::string(getenv("TEST_TMPDIR")) + "/own_proxy_orders";
+  FedLawOptions options = Options(FedLawOptions::GAMMA_ONLY, /*epochs=*/3);
+  options.set_batch_size(1);
+  auto plain = Create("fedlaw", options);
+  ASSERT_TRUE(Run(*plain).ok());
+  const double gamma = context_.diagnostics.at("gamma");
+
+  options.set_proxy_order_record_dir(dir);
+  auto recording = Create("fedlaw", options);
+  ASSERT_TRUE(Run(*recording).ok());
+  EXPECT_EQ(context_.diagnostics.at("gamma"), gamma);  // recording draws nothing
+  auto orders = fl::ReadBatchOrders(dir, context_.round, "proxy", {0, 1});
+  ASSERT_TRUE(orders.ok()) << orders.status();
+  EXPECT_EQ(orders->size(), 3u);  // one line per server epoch
+  std::mt19937_64 rng(context_.round_seed);
+  EXPECT_EQ(orders->front(), EpochOrder(2, &rng));
+
+  options.clear_proxy_order_record_dir();
+  options.set_proxy_order_dir(dir);
+  auto replaying = Create("fedlaw", options);
+  ASSERT_TRUE(Run(*replaying).ok());
+  EXPECT_EQ(context_.diagnostics.at("gamma"), gamma);
+
+  // A used folder is refused: its files would be appended to.
+  options.clear_proxy_order_dir();
+  options.set_proxy_order_record_dir(dir);
+  google::protobuf::Any any;
+  any.PackFrom(options);
+  EXPECT_THAT(fl::Registry<fl::Aggregator>::Global().Create("fedlaw", any).status().message(),
+              ::testing::AllOf(::testing::HasSubstr("options.proxy_order_record_dir"),
+                               ::testing::HasSubstr("new or empty")));
 }
 
 TEST_F(FedLawToyTest, AdamBetasAndEpsReachTheOptimiser) {

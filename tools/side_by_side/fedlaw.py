@@ -16,6 +16,10 @@ loss. Fashion-MNIST and its MLP, the setting of the paper's Table 3.
       --inputs=results/fedlaw_fmnist
   # Both traces side by side:
   tools/side_by_side/fedlaw.py --compare /tmp/official_seed10/trace.csv results/x/metrics.csv
+  # The official code on the mini-batches a fedkit run drew (client {
+  # batch_order_record_dir: D } and FedLAW's proxy_order_record_dir: D):
+  tools/side_by_side/fedlaw.py --official=... --seed=10 --out=/tmp/official_on_fedkit_batches \
+      --inputs=results/fedlaw_fmnist --client_valid_ratio=0 --replay_order=D
 
 Output: <out>/trace.csv (round, test_accuracy, gamma, lambda_entropy, lambda_max,
 train_loss, lr) and, with --export, <out>/partition.json, proxy.json and
@@ -57,6 +61,13 @@ def parse_flags():
                       "per epoch (fedkit: client { batch_order: FROM_FILE batch_order_dir: DIR } and "
                       "FedLAW's proxy_order_dir: DIR); needs --inputs and --client_valid_ratio=0. "
                       "Recording draws nothing from the random streams: the run is the same as without it")
+  p.add_argument('--replay_order', metavar='DIR',
+                 help="train on recorded orders instead of the code's shuffles: every epoch of a "
+                      "client's loader and of the proxy loader takes the next line of "
+                      "DIR/<round>/<client>.txt (dataset indices) or DIR/<round>/proxy.txt (positions "
+                      "in proxy.json), the format --record_order writes and fedkit's "
+                      "client.batch_order_record_dir and FedLAW's proxy_order_record_dir record; "
+                      "needs --inputs and --client_valid_ratio=0")
   p.add_argument('--client_valid_ratio', type=float, default=0.3,
                  help="share of each client's examples held out and never trained on (the code's 0.3)")
   p.add_argument('--inputs', help='folder with a fedkit run\'s partition.json, initial_model.pt and '
@@ -77,6 +88,10 @@ def parse_flags():
   if flags.record_order and not (flags.inputs and flags.client_valid_ratio == 0 and not flags.in_order):
     p.error('--record_order needs --inputs and --client_valid_ratio=0 (fedkit must train on the same '
             'shares), and shuffling (not --in_order)')
+  if flags.replay_order and not (flags.inputs and flags.client_valid_ratio == 0 and
+                                 not flags.in_order and not flags.record_order):
+    p.error('--replay_order needs --inputs and --client_valid_ratio=0 (the orders index the '
+            'shares of partition.json), and neither --in_order nor --record_order')
   return flags
 
 
@@ -182,6 +197,48 @@ def record_orders(out_dir, clients, central_node, current_round):
   RandomSampler.__iter__ = recording
 
 
+def replay_orders(in_dir, clients, central_node, current_round):
+  """Each epoch of the clients' and the proxy loaders takes its order from in_dir.
+
+  A client's line (dataset indices) is mapped to positions in its share; the proxy's
+  is positions already. A line that is not a permutation of the loader's examples,
+  or a missing one, stops the run naming the file. Other loaders (the test set's)
+  shuffle as before; nothing is drawn for a replayed loader.
+  """
+  from torch.utils.data import RandomSampler
+  owners = {}
+  for k, c in clients.items():
+    owners[id(c.local_data.dataset)] = (str(k), {v: i for i, v in enumerate(c.local_data.dataset.idxs)})
+  proxy = central_node.validate_set.dataset
+  owners[id(proxy)] = ('proxy', {i: i for i in range(len(proxy))})
+  draw = RandomSampler.__iter__
+  lines_read = {}
+
+  def replaying(self):
+    owner = owners.get(id(self.data_source))
+    if owner is None:
+      return draw(self)
+    name, position = owner
+    path = os.path.join(in_dir, str(current_round()), name + '.txt')
+    epoch = lines_read.get(path, 0)
+    try:
+      with open(path) as f:
+        lines = [line for line in f.read().splitlines() if line.strip()]
+    except OSError as e:
+      sys.exit(f'--replay_order: {path}: {e.strerror}')
+    if epoch >= len(lines):
+      sys.exit(f'--replay_order: {path} has {len(lines)} epochs, epoch {epoch + 1} needed')
+    try:
+      order = [position[int(v)] for v in lines[epoch].split()]
+    except (KeyError, ValueError) as e:
+      sys.exit(f'--replay_order: {path}, line {epoch + 1}: {e!r} is not one of its {len(position)} examples')
+    if len(order) != len(position) or len(set(order)) != len(order):
+      sys.exit(f'--replay_order: {path}, line {epoch + 1}: not a permutation of its {len(position)} examples')
+    lines_read[path] = epoch + 1
+    return iter(order)
+  RandomSampler.__iter__ = replaying
+
+
 def lambda_summary(weights):
   entropy = -sum(w * math.log(w) for w in weights if w > 0)
   return entropy, max(weights)
@@ -236,6 +293,8 @@ def run(flags):
     if os.path.exists(flags.record_order) and os.listdir(flags.record_order):
       sys.exit(f'--record_order: {flags.record_order} is not empty (orders are appended)')
     record_orders(flags.record_order, clients, central_node, lambda: round_now[0])
+  if flags.replay_order:
+    replay_orders(flags.replay_order, clients, central_node, lambda: round_now[0])
 
   with open(os.path.join(flags.out, 'trace.csv'), 'w', newline='') as f:
     trace = csv.writer(f)
