@@ -62,6 +62,13 @@ check_round_trip round_trip_tf_privacy 0.7242234026109595 1.3 "${mnist[@]}"
 check_round_trip round_trip_fixed_size 3 "" --sampling_rate=0.01 --steps=1000 --delta=1e-5 \
   --sampling=fixed_size
 
+# The PLD accountant on the same run: dp_accounting 0.6.0's PLDAccountant gives
+# 0.6401109264445614 (connect the dots, grid 1e-4); this one agrees to 1e-7.
+run pld_tf_privacy 0 "${mnist[@]}" --noise_multiplier=1.3 --accountant=pld &&
+  expect_line pld_tf_privacy "epsilon 0.6401109"
+run pld_search 0 "${mnist[@]}" --target_epsilon=0.6401109264445614 --accountant=pld &&
+  expect_line pld_search "noise_multiplier 1.30000"
+
 run unreachable_target 1 --sampling_rate=1 --steps=1000000 --delta=1e-5 --target_epsilon=1e-4 &&
   expect_line unreachable_target \
     "--target_epsilon: 0.0001 cannot be met with noise_multiplier <= 10000"
@@ -98,6 +105,16 @@ bad_flag neither_noise_nor_target "--noise_multiplier: required, or --target_eps
   --sampling_rate=0.01 --steps=100 --delta=1e-5
 bad_flag both_noise_and_target "--target_epsilon: give it or --noise_multiplier, not both" \
   "${ok[@]}" --target_epsilon=1
+bad_flag unknown_accountant '--accountant: must be rdp or pld, got "moments"' \
+  "${ok[@]}" --accountant=moments
+bad_flag pld_fixed_size "--accountant: pld covers --sampling=poisson only" \
+  "${ok[@]}" --accountant=pld --sampling=fixed_size
+bad_flag pld_conversion "--conversion: RDP's; --accountant=pld converts nothing" \
+  "${ok[@]}" --accountant=pld --conversion=classic
+bad_flag rdp_grid "--value_discretization_interval: only read with --accountant=pld" \
+  "${ok[@]}" --value_discretization_interval=1e-3
+bad_flag pld_grid "--value_discretization_interval: must be > 0 and finite, got 0" \
+  "${ok[@]}" --accountant=pld --value_discretization_interval=0
 bad_flag unknown_flag "unknown flag --noise" "${ok[@]}" --noise=2
 bad_flag flag_without_value "--conversion: needs a value" "${ok[@]}" --conversion
 bad_flag positional_argument 'unexpected argument "extra"' "${ok[@]}" extra

@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "fl/privacy/pld_accountant.h"
 #include "fl/privacy/rdp_accountant.h"
 #include "fl/privacy/rdp_conversion.h"
 
@@ -49,6 +50,17 @@ struct NoiseSearchResult {
 absl::StatusOr<NoiseSearchResult> SmallestNoiseMultiplier(
     double target_epsilon, double sampling_rate, int64_t steps, double delta, Sampling sampling,
     Conversion conversion = Conversion::kCks, const NoiseSearchOptions& options = {});
+
+// The same search accounted by a PldAccountant (Poisson sampling, add/remove-one),
+// whose epsilon is at most RDP's: the bracket starts at SmallestNoiseMultiplier's
+// answer and widens by a factor 1.25 per step (down while the target is still
+// met, up otherwise), which keeps the PLD off the tiny noise multipliers whose
+// loss grids would not fit in memory; then it bisects as above. `order` is 0 in
+// the result. Errors: as SmallestNoiseMultiplier, and the accountant's
+// (ResourceExhausted when a grid would be too large).
+absl::StatusOr<NoiseSearchResult> SmallestNoiseMultiplierPld(
+    double target_epsilon, double sampling_rate, int64_t steps, double delta,
+    const PldOptions& pld_options = {}, const NoiseSearchOptions& options = {});
 
 }  // namespace fl::privacy
 

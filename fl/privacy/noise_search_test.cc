@@ -88,6 +88,33 @@ TEST(NoiseSearchTest, NoPrivacyCostReturnsTheSmallestNoiseSearched) {
   EXPECT_EQ(found->epsilon, 0);
 }
 
+// TF Privacy's DP-SGD example under the PLD accountant: dp_accounting's
+// PLDAccountant gives epsilon 0.6401109264445614 at z = 1.3 (delta 1e-5), so
+// searching for that epsilon finds 1.3 again, a little above it where this
+// accountant's epsilon is 1e-7 higher; and less noise than RDP needs.
+TEST(NoiseSearchTest, PldSearchInvertsThePldAccountant) {
+  const double target = 0.6401109264445614;
+  const auto found = SmallestNoiseMultiplierPld(target, 0.0025, 6000, 1e-5);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_GE(found->noise_multiplier, 1.3);
+  EXPECT_LE(found->noise_multiplier, 1.3 * (1 + 1e-5));
+  EXPECT_LE(found->epsilon, target);
+  PldAccountant below;
+  ASSERT_TRUE(below.Compose(0.0025, found->noise_multiplier / (1 + 2e-6), 6000,
+                            Sampling::kPoisson).ok());
+  EXPECT_GT(*below.Epsilon(1e-5), target);
+  const auto rdp = SmallestNoiseMultiplier(target, 0.0025, 6000, 1e-5, Sampling::kPoisson);
+  ASSERT_TRUE(rdp.ok());
+  EXPECT_LT(found->noise_multiplier, rdp->noise_multiplier);
+}
+
+TEST(NoiseSearchTest, PldSearchRefusesWhatItCannotMeet) {
+  const auto found = SmallestNoiseMultiplierPld(1e-4, 1.0, 1000000, 1e-5);
+  EXPECT_EQ(found.status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_THAT(std::string(found.status().message()),
+              ::testing::HasSubstr("cannot be met with noise_multiplier <= 10000"));
+}
+
 TEST(NoiseSearchTest, RefusesBadInputNamingTheArgument) {
   const auto message = [](const absl::StatusOr<NoiseSearchResult>& result) {
     return std::string(result.status().message());
