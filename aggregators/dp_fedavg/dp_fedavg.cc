@@ -25,7 +25,8 @@
 // (1 for FedAvg, 2 for FedExP) and, when adaptive, the count (sensitivity 1/2),
 // the data sums use z_d = sqrt(G / (z^-2 - (2 sigma_b)^-2)), so that the round is
 // one Gaussian mechanism of multiplier z (Andrew et al., Theorem 1). An RDP
-// accountant (fl/privacy) composes one subsampled Gaussian step per round:
+// accountant (fl/privacy; or with accountant PLD, privacy loss distributions,
+// Poisson cohorts only) composes one subsampled Gaussian step per round:
 //   - server.cohort_sampling POISSON: q = m / N, add/remove-one-client DP;
 //   - FIXED_SIZE (the default): q = m / N without replacement, replace-one-client
 //     DP, whose sensitivity is 2C: the accountant is given z / 2.
@@ -78,6 +79,7 @@
 #include "fl/client_hook.h"
 #include "fl/errors.h"
 #include "fl/privacy/noise_search.h"
+#include "fl/privacy/pld_accountant.h"
 #include "fl/privacy/rdp_accountant.h"
 #include "fl/registry.h"
 #include "fl/seeding.h"
@@ -101,6 +103,9 @@ constexpr char kServerClippedSum[] = "server_clipped";
 constexpr char kClipNormState[] = "dp_fedavg/clip_norm";
 constexpr char kRdpState[] = "dp_fedavg/rdp";
 constexpr char kParticipationState[] = "dp_fedavg/participations";
+// Under PLD, the steps composed so far: q and z are fixed for a run, so the PLD is
+// rebuilt from the count on restore rather than stored grid point by grid point.
+constexpr char kPldStepsState[] = "dp_fedavg/pld_steps";
 constexpr uint64_t kNoiseStream = 0x44502d4e6f697365;  // "DP-Noise"
 
 // Gaussian noise shaped as `like`, from `generator` (on the CPU, then moved).
@@ -160,6 +165,7 @@ struct DpConfig {
   double initial_clip_norm = 0.1;
   std::optional<AdaptiveClipping> adaptive;
   bool local = false;
+  bool pld = false;  // else RDP
 };
 
 // What the run's sampling and options fix, worked out in the first round.
@@ -318,6 +324,7 @@ class DpFedAvg : public fl::Aggregator {
     state[kRdpState] = at::tensor(rdp_.has_value() ? rdp_->rdp() : std::vector<double>(),
                                   at::kDouble);
     if (participations_.defined()) state[kParticipationState] = participations_.clone();
+    state[kPldStepsState] = at::scalar_tensor(pld_steps_, at::kLong);
     return state;
   }
 
@@ -351,12 +358,24 @@ class DpFedAvg : public fl::Aggregator {
       counts = participations->second.to(at::kCPU, at::kLong).clone();
       base_state.erase(participations);
     }
+    int64_t pld_steps = 0;
+    // Checkpoints written before the PLD accountant have no count: nothing under PLD.
+    if (auto steps = base_state.find(kPldStepsState); steps != base_state.end()) {
+      pld_steps = steps->second.item<int64_t>();
+      base_state.erase(steps);
+      if (pld_steps < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("dp_fedavg: \"", kPldStepsState, "\" must be >= 0, got ", pld_steps));
+      }
+    }
     base_state.erase(kClipNormState);
     base_state.erase(kRdpState);
     FL_RETURN_IF_ERROR(base_->RestoreState(base_state));
     clip_norm_ = clip_norm;
     rdp_ = std::move(restored);
     participations_ = counts;
+    pld_steps_ = pld_steps;
+    pld_.reset();  // rebuilt from the count at the next round
     return absl::OkStatus();
   }
 
@@ -372,6 +391,11 @@ class DpFedAvg : public fl::Aggregator {
     c.expected_cohort = context.expected_cohort_size;
     c.sampling_rate = std::min(1.0, c.expected_cohort / n);
     c.sampling = context.poisson_sampling ? Sampling::kPoisson : Sampling::kFixedSize;
+    if (config_.pld && !config_.local && c.sampling != Sampling::kPoisson) {
+      return absl::FailedPreconditionError(
+          "dp_fedavg: options.accountant: PLD covers Poisson cohorts (add/remove-one); set "
+          "server.cohort_sampling: POISSON, or account fixed-size cohorts with RDP");
+    }
     c.delta = config_.delta.value_or(std::pow(static_cast<double>(n), -1.1));
     // The local guarantee is per participation, without amplification by sampling.
     const double accounted_rate = config_.local ? 1.0 : c.sampling_rate;
@@ -382,8 +406,12 @@ class DpFedAvg : public fl::Aggregator {
     } else {
       const int64_t steps = std::max(1, context.planned_rounds);
       // Solved for the accounted multiplier z / sensitivity_factor.
-      auto found = fl::privacy::SmallestNoiseMultiplier(config_.target_epsilon, accounted_rate,
-                                                        steps, c.delta, c.sampling);
+      auto found =
+          config_.pld
+              ? fl::privacy::SmallestNoiseMultiplierPld(config_.target_epsilon, accounted_rate,
+                                                        steps, c.delta)
+              : fl::privacy::SmallestNoiseMultiplier(config_.target_epsilon, accounted_rate,
+                                                     steps, c.delta, c.sampling);
       if (!found.ok()) {
         return absl::Status(found.status().code(),
                             absl::StrCat("dp_fedavg: options.target_epsilon: ",
@@ -463,6 +491,7 @@ class DpFedAvg : public fl::Aggregator {
 
   // Composes this round and returns epsilon so far.
   absl::StatusOr<double> SpendRound(const Calibration& c) {
+    if (config_.pld) return SpendRoundPld(c);
     if (!rdp_.has_value()) rdp_.emplace();
     if (config_.local) {
       // The local guarantee of the most frequent participant: one Gaussian per round taken part in.
@@ -475,6 +504,23 @@ class DpFedAvg : public fl::Aggregator {
     }
     FL_ASSIGN_OR_RETURN(fl::privacy::EpsilonAndOrder spent, rdp_->Epsilon(c.delta));
     return spent.epsilon;
+  }
+
+  absl::StatusOr<double> SpendRoundPld(const Calibration& c) {
+    if (config_.local) {
+      const int64_t most = participations_.numel() > 0 ? participations_.max().item<int64_t>() : 0;
+      fl::privacy::PldAccountant local;
+      FL_RETURN_IF_ERROR(local.Compose(1.0, c.accounted_multiplier, most, Sampling::kPoisson));
+      return local.Epsilon(c.delta);
+    }
+    if (!pld_.has_value()) {  // first round, or the first after a restore
+      pld_.emplace();
+      FL_RETURN_IF_ERROR(
+          pld_->Compose(c.sampling_rate, c.accounted_multiplier, pld_steps_, Sampling::kPoisson));
+    }
+    FL_RETURN_IF_ERROR(pld_->Compose(c.sampling_rate, c.accounted_multiplier, 1, Sampling::kPoisson));
+    ++pld_steps_;
+    return pld_->Epsilon(c.delta);
   }
 
   // summary.json's "privacy": what was spent and under which analysis.
@@ -492,7 +538,11 @@ class DpFedAvg : public fl::Aggregator {
         ", \"sampling_rate\": ", number(c.sampling_rate), ", \"sampling\": \"",
         fl::privacy::SamplingName(c.sampling), "\", \"rounds\": ", rounds,
         ", \"mode\": \"", config_.local ? "local" : "central", "\", \"guarantee\": \"",
-        guarantee, "\", \"accountant\": \"rdp\", \"conversion\": \"cks\"}");
+        guarantee, "\", ",
+        config_.pld ? absl::StrCat("\"accountant\": \"pld\", \"grid\": ",
+                                   number(fl::privacy::PldOptions().value_discretization_interval),
+                                   "}")
+                    : "\"accountant\": \"rdp\", \"conversion\": \"cks\"}");
   }
 
   // An accountant holding `spent` at the default orders (none before any round).
@@ -517,6 +567,8 @@ class DpFedAvg : public fl::Aggregator {
   double clip_norm_;
   std::optional<Calibration> calibration_;
   std::optional<fl::privacy::RdpAccountant> rdp_;
+  std::optional<fl::privacy::PldAccountant> pld_;
+  int64_t pld_steps_ = 0;  // PLD steps composed (central mode)
   at::Tensor participations_;  // LOCAL: rounds each client took part in
   // Per round.
   double within_ = 0.0;
@@ -566,6 +618,10 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateDpFedAvg(const DpFedAvgOpt
     }
   }
   config.local = options.mode() == DpFedAvgOptions::LOCAL;
+  if (!DpFedAvgOptions::Accountant_IsValid(options.accountant())) {
+    errors.Add("options.accountant", absl::StrCat("must be RDP or PLD, got ", options.accountant()));
+  }
+  config.pld = options.accountant() == DpFedAvgOptions::PLD;
   if (options.clipping_case() == DpFedAvgOptions::kClipNorm) {
     config.initial_clip_norm = options.clip_norm();
     if (!(config.initial_clip_norm > 0) || !std::isfinite(config.initial_clip_norm)) {

@@ -12,6 +12,7 @@
 #include "aggregators/dp_fedavg/dp_fedavg_options.pb.h"
 #include "fl/aggregator.h"
 #include "fl/client_hook.h"
+#include "fl/privacy/pld_accountant.h"
 #include "fl/privacy/rdp_accountant.h"
 #include "fl/registry.h"
 #include "gmock/gmock.h"
@@ -354,6 +355,84 @@ TEST(DpFedAvgTest, EpsilonContinuesAcrossSaveAndRestore) {
   two.push_back(Update(State(0.1f, 0), 1, 0));
   ASSERT_TRUE(Round(*third, State(0, 0), std::move(two), resumed).ok());
   EXPECT_DOUBLE_EQ(resumed.diagnostics.at("epsilon"), straight[1]);
+}
+
+TEST(DpFedAvgTest, PldAccountantGivesThePldsEpsilonBelowRdps) {
+  DpFedAvgOptions options = Fixed(1.0, 1.5);
+  options.set_accountant(DpFedAvgOptions::PLD);
+  auto aggregator = DpFedAvg(options);
+  fl::ServerContext context = Context(2);
+  fl::privacy::PldAccountant expected;
+  for (int round = 1; round <= 3; ++round) {
+    std::vector<fl::ClientUpdate> updates;
+    updates.push_back(Update(State(0.1f, 0), 1, 0));
+    ASSERT_TRUE(Round(*aggregator, State(0, 0), std::move(updates), context).ok());
+    ASSERT_TRUE(expected.Compose(0.2, 1.5, 1, Sampling::kPoisson).ok());
+    const double pld = *expected.Epsilon(std::pow(10.0, -1.1));
+    EXPECT_NEAR(context.diagnostics.at("epsilon"), pld, 1e-9 * pld) << "round " << round;
+    EXPECT_LT(context.diagnostics.at("epsilon"), AccountedEpsilon(1.5, round, Sampling::kPoisson));
+    EXPECT_THAT(context.summary.at("privacy"),
+                AllOf(HasSubstr("\"accountant\": \"pld\""), HasSubstr("\"grid\": 0.0001")));
+  }
+}
+
+TEST(DpFedAvgTest, PldTargetEpsilonNeedsLessNoiseThanRdp) {
+  double noise[2];
+  for (bool pld : {false, true}) {
+    DpFedAvgOptions options;
+    options.set_target_epsilon(2.0);
+    options.set_clip_norm(1.0);
+    if (pld) options.set_accountant(DpFedAvgOptions::PLD);
+    auto aggregator = DpFedAvg(options);
+    fl::ServerContext context = Context(2);
+    for (int round = 1; round <= context.planned_rounds; ++round) {
+      std::vector<fl::ClientUpdate> updates;
+      updates.push_back(Update(State(0.1f, 0), 1, 0));
+      ASSERT_TRUE(Round(*aggregator, State(0, 0), std::move(updates), context).ok());
+    }
+    EXPECT_LE(context.diagnostics.at("epsilon"), 2.0);
+    EXPECT_GE(context.diagnostics.at("epsilon"), 2.0 * (1 - 1e-4));
+    noise[pld] = context.diagnostics.at("dp_noise_multiplier");
+  }
+  EXPECT_LT(noise[1], noise[0]);
+}
+
+TEST(DpFedAvgTest, PldEpsilonContinuesAcrossSaveAndRestore) {
+  DpFedAvgOptions options = Fixed(1.0, 1.0);
+  options.set_accountant(DpFedAvgOptions::PLD);
+  std::vector<double> straight;
+  auto first = DpFedAvg(options);
+  fl::ServerContext context = Context(2);
+  for (int round = 1; round <= 3; ++round) {
+    std::vector<fl::ClientUpdate> updates;
+    updates.push_back(Update(State(0.1f, 0), 1, 0));
+    ASSERT_TRUE(Round(*first, State(0, 0), std::move(updates), context).ok());
+    straight.push_back(context.diagnostics.at("epsilon"));
+  }
+  auto second = DpFedAvg(options);
+  fl::ServerContext resumed = Context(2);
+  for (int round = 1; round <= 2; ++round) {
+    std::vector<fl::ClientUpdate> updates;
+    updates.push_back(Update(State(0.1f, 0), 1, 0));
+    ASSERT_TRUE(Round(*second, State(0, 0), std::move(updates), resumed).ok());
+  }
+  auto third = DpFedAvg(options);
+  ASSERT_TRUE(third->RestoreState(second->SaveState()).ok());
+  std::vector<fl::ClientUpdate> last;
+  last.push_back(Update(State(0.1f, 0), 1, 0));
+  ASSERT_TRUE(Round(*third, State(0, 0), std::move(last), resumed).ok());
+  EXPECT_NEAR(resumed.diagnostics.at("epsilon"), straight[2], 1e-9 * straight[2]);
+}
+
+TEST(DpFedAvgTest, PldRefusesFixedSizeCohortsNamingTheOption) {
+  DpFedAvgOptions options = Fixed(1.0, 1.0);
+  options.set_accountant(DpFedAvgOptions::PLD);
+  auto aggregator = DpFedAvg(options);
+  fl::ServerContext context = Context(2, /*poisson=*/false);
+  const auto plan = aggregator->Configure(State(0, 0), context);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(plan.status().message(),
+              AllOf(HasSubstr("options.accountant"), HasSubstr("cohort_sampling: POISSON")));
 }
 
 TEST(DpFedAvgTest, LocalModeNoisesOnTheClientAndNotAgainOnTheServer) {
