@@ -59,5 +59,21 @@ TEST(PrgTest, SameSeedSameStreamAndWordsLookUniform) {
   EXPECT_NEAR(top, 50000, 632);
 }
 
+TEST(PrgTest, WordsAreTheStreamsLittleEndianWordsAndChunksContinueIt) {
+  Prg bytes_prg(SeedFrom(5, 1)), words_prg(SeedFrom(5, 1)), chunked_prg(SeedFrom(5, 1));
+  uint8_t bytes[32];
+  bytes_prg.Fill(bytes, sizeof(bytes));
+  const std::vector<uint32_t> words = words_prg.Words(8);
+  for (int i = 0; i < 8; ++i) {
+    const uint32_t expected = uint32_t{bytes[4 * i]} | uint32_t{bytes[4 * i + 1]} << 8 |
+                              uint32_t{bytes[4 * i + 2]} << 16 | uint32_t{bytes[4 * i + 3]} << 24;
+    EXPECT_EQ(words[i], expected) << "word " << i;
+  }
+  uint32_t chunked[8];
+  chunked_prg.Words(chunked, 3);
+  chunked_prg.Words(chunked + 3, 5);
+  EXPECT_EQ(std::vector<uint32_t>(chunked, chunked + 8), words);
+}
+
 }  // namespace
 }  // namespace fl::secagg

@@ -50,14 +50,17 @@ Seed Prg::NextSeed() {
 }
 
 std::vector<uint32_t> Prg::Words(size_t count) {
-  std::vector<uint8_t> bytes(4 * count);
-  Fill(bytes.data(), bytes.size());
   std::vector<uint32_t> words(count);
-  for (size_t i = 0; i < count; ++i) {
-    words[i] = uint32_t{bytes[4 * i]} | uint32_t{bytes[4 * i + 1]} << 8 |
-               uint32_t{bytes[4 * i + 2]} << 16 | uint32_t{bytes[4 * i + 3]} << 24;
-  }
+  Words(words.data(), count);
   return words;
+}
+
+void Prg::Words(uint32_t* out, size_t count) {
+  Fill(reinterpret_cast<uint8_t*>(out), 4 * count);
+  // The bytes are little-endian words as they stand on such a host; elsewhere swap.
+  if constexpr (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__) {
+    for (size_t i = 0; i < count; ++i) out[i] = __builtin_bswap32(out[i]);
+  }
 }
 
 Seed SeedFrom(uint64_t value, uint64_t label) {

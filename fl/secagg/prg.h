@@ -29,6 +29,8 @@ class Prg {
   Seed NextSeed();
   // The next `count` keystream words, little-endian: a mask in Z_2^32.
   std::vector<uint32_t> Words(size_t count);
+  // The same into `out`, so that a long mask can be drawn chunk by chunk.
+  void Words(uint32_t* out, size_t count);
 
  private:
   struct Cipher;

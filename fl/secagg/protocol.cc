@@ -29,8 +29,19 @@ uint64_t GetUint64(const std::vector<uint8_t>& in, size_t& at) {
 // Adds (sign +1) or subtracts PRG(seed) to `vector`, in Z_2^32.
 void ApplyMask(const Seed& seed, int sign, std::vector<uint32_t>& vector) {
   Prg prg(seed);
-  const std::vector<uint32_t> mask = prg.Words(vector.size());
-  for (size_t i = 0; i < vector.size(); ++i) vector[i] += sign > 0 ? mask[i] : 0u - mask[i];
+  // Drawn in cache-sized chunks: a whole model's mask would be one more pass over memory.
+  constexpr size_t kChunk = 1 << 14;
+  uint32_t mask[kChunk];
+  for (size_t begin = 0; begin < vector.size(); begin += kChunk) {
+    const size_t count = std::min(kChunk, vector.size() - begin);
+    prg.Words(mask, count);
+    uint32_t* out = vector.data() + begin;
+    if (sign > 0) {
+      for (size_t i = 0; i < count; ++i) out[i] += mask[i];
+    } else {
+      for (size_t i = 0; i < count; ++i) out[i] -= mask[i];
+    }
+  }
 }
 
 // The share holders of `owner`: its neighbours and itself, sorted; share x = index + 1.
