@@ -551,13 +551,10 @@ absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec) {
   return experiment;
 }
 
-absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
-                                               const std::string& output_dir,
-                                               const Checkpoint* resume) {
-  const fedkit::ExperimentSpec& spec = experiment.spec;
-  const c10::Device device = experiment.device;
-  const DatasetInfo& info = experiment.data_info;
-  const ThreadBudget& threads = experiment.threads;
+namespace {
+
+// Applies the worker threads and says what was applied.
+void ApplyAndReportThreads(const ThreadBudget& threads) {
   const AppliedThreads applied = ApplyThreads(threads.worker);
   std::printf("threads: %d worker(s) x %d thread(s) on %d core(s) (%s)\n", threads.workers,
               threads.threads_per_worker, threads.cores, threads.reason.c_str());
@@ -567,96 +564,93 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
                                         : "not controllable (the loaded BLAS is not OpenBLAS)");
   std::fflush(stdout);
   for (const std::string& warning : threads.warnings) LOG(WARNING) << "threads: " << warning;
+}
 
-  // A distributed run joins its other processes before loading anything, so that
-  // a wrong address fails fast.
-  std::unique_ptr<Collective> group;
-  if (spec.simulation().backend() == fedkit::SimulationSpec::C10D) {
-    FL_ASSIGN_OR_RETURN(ProcessGroupAddress address, ProcessGroupAddressFromEnvironment());
-    const int timeout = spec.simulation().c10d().has_timeout_seconds()
-                            ? spec.simulation().c10d().timeout_seconds()
-                            : kDefaultC10dTimeoutSeconds;
-    FL_ASSIGN_OR_RETURN(group, ConnectC10d(address, std::chrono::seconds(timeout)));
-  }
-  const bool rank_zero = group == nullptr || group->rank() == 0;
+// A distributed run joins its other processes before loading anything, so that a
+// wrong address fails fast; a single-process run has no group.
+absl::StatusOr<std::unique_ptr<Collective>> JoinProcessGroup(const fedkit::ExperimentSpec& spec) {
+  if (spec.simulation().backend() != fedkit::SimulationSpec::C10D) return nullptr;
+  FL_ASSIGN_OR_RETURN(ProcessGroupAddress address, ProcessGroupAddressFromEnvironment());
+  const int timeout = spec.simulation().c10d().has_timeout_seconds()
+                          ? spec.simulation().c10d().timeout_seconds()
+                          : kDefaultC10dTimeoutSeconds;
+  return ConnectC10d(address, std::chrono::seconds(timeout));
+}
 
-  FL_RETURN_IF_ERROR(experiment.dataset->CheckAvailable());
-  FL_ASSIGN_OR_RETURN(DatasetSplits data, experiment.dataset->Load());
-  FL_RETURN_IF_ERROR(CheckLabels(data.train, info.num_classes, "train"));
-  FL_RETURN_IF_ERROR(CheckLabels(data.test, info.num_classes, "test"));
-
+// The run's data on its device: the training and test sets, the server's proxy set
+// (and which examples it took), and each client's share of the training set.
+struct RunData {
+  Examples train;
+  Examples test;
   Examples proxy;
   std::vector<int64_t> proxy_indices;
+  std::vector<std::vector<int64_t>> shares;
+};
+
+absl::StatusOr<RunData> LoadRunData(Experiment& experiment) {
+  const fedkit::ExperimentSpec& spec = experiment.spec;
+  const int64_t num_classes = experiment.data_info.num_classes;
+  FL_RETURN_IF_ERROR(experiment.dataset->CheckAvailable());
+  FL_ASSIGN_OR_RETURN(DatasetSplits data, experiment.dataset->Load());
+  FL_RETURN_IF_ERROR(CheckLabels(data.train, num_classes, "train"));
+  FL_RETURN_IF_ERROR(CheckLabels(data.test, num_classes, "test"));
+  RunData run;
   if (HasProxy(spec.server().proxy())) {
-    FL_ASSIGN_OR_RETURN(proxy, TakeProxy(spec.server().proxy(), info.num_classes,
-                                         DeriveSeed(spec.seed(), SeedStream::kProxySplit), data,
-                                         &proxy_indices));
-    proxy = {proxy.x.to(device), proxy.y.to(device)};
+    FL_ASSIGN_OR_RETURN(run.proxy, TakeProxy(spec.server().proxy(), num_classes,
+                                             DeriveSeed(spec.seed(), SeedStream::kProxySplit),
+                                             data, &run.proxy_indices));
+    run.proxy = {run.proxy.x.to(experiment.device), run.proxy.y.to(experiment.device)};
   }
-  FL_ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> shares,
-                      PartitionTrainingSet(experiment, data));
+  FL_ASSIGN_OR_RETURN(run.shares, PartitionTrainingSet(experiment, data));
+  run.train = {data.train.x.to(experiment.device), data.train.y.to(experiment.device)};
+  run.test = {data.test.x.to(experiment.device), data.test.y.to(experiment.device)};
+  return run;
+}
 
-  const Examples train{data.train.x.to(device), data.train.y.to(device)};
-  const Examples test{data.test.x.to(device), data.test.y.to(device)};
-  data = DatasetSplits();
-
-  torch::manual_seed(DeriveSeed(spec.seed(), SeedStream::kInitialModel));
-  FL_ASSIGN_OR_RETURN(std::unique_ptr<Model> global_model, NewModel(spec, info, device));
-  FL_ASSIGN_OR_RETURN(ModelState initial, InitialGlobalModel(experiment, *global_model));
-  if (spec.output().write_inputs() && rank_zero && resume == nullptr) {
-    FL_RETURN_IF_ERROR(
-        WriteRunInputs(output_dir, train.size(), shares, proxy_indices, initial));
-  }
-  LOG(INFO) << "model " << spec.model().name() << ": " << initial.NumParameters()
-            << " parameters, " << initial.NumElements() - initial.NumParameters()
-            << " buffer elements; " << shares.size() << " clients on " << device;
-
-  const int workers = threads.workers;
+// One model replica per worker thread.
+absl::StatusOr<std::vector<std::unique_ptr<Model>>> NewReplicas(const Experiment& experiment) {
   std::vector<std::unique_ptr<Model>> replicas;
-  for (int w = 0; w < workers; ++w) {
-    FL_ASSIGN_OR_RETURN(std::unique_ptr<Model> replica, NewModel(spec, info, device));
+  for (int w = 0; w < experiment.threads.workers; ++w) {
+    FL_ASSIGN_OR_RETURN(std::unique_ptr<Model> replica,
+                        NewModel(experiment.spec, experiment.data_info, experiment.device));
     replicas.push_back(std::move(replica));
   }
-  ReplicaPool pool(std::move(replicas));
-  ClientStateStore state_store;
-  LocalTrainer trainer(spec.client(), experiment.spec_hooks, &state_store,
-                       info.train_augmentation);
-  const SystemModel system(spec.client().system(), spec.seed(), spec.server().rounds());
-  if (spec.client().has_system()) trainer.set_system_model(&system);
-  const FaultModel faults(spec.client().faults(), spec.seed(), spec.partition().num_clients(),
-                          info.num_classes);
-  if (spec.client().faults_size() > 0) trainer.set_fault_model(&faults);
-  std::vector<int64_t> client_sizes;
-  for (const std::vector<int64_t>& share : shares) client_sizes.push_back(share.size());
-  const std::vector<int> client_ranks =
-      group != nullptr ? AssignClientsToRanks(client_sizes, group->world_size()) : std::vector<int>();
-  // Drops the states of clients another rank owns.
-  auto keep_owned = [&](std::map<ClientStateStore::Key, TensorMap>& states) {
-    if (group == nullptr) return;
-    for (auto it = states.begin(); it != states.end();) {
-      it = client_ranks[it->first.first] == group->rank() ? std::next(it) : states.erase(it);
-    }
-  };
+  return replicas;
+}
+
+// The federation: one LocalClient per share (the shares are moved out of `shares`).
+std::vector<std::unique_ptr<Client>> NewClients(const Experiment& experiment,
+                                                std::vector<std::vector<int64_t>>& shares,
+                                                const Examples* train, LocalTrainer* trainer,
+                                                ReplicaPool* pool) {
+  const fedkit::ExperimentSpec& spec = experiment.spec;
   std::vector<std::unique_ptr<Client>> clients;
-  int64_t federation_examples = 0;
   for (size_t k = 0; k < shares.size(); ++k) {
-    federation_examples += static_cast<int64_t>(shares[k].size());
-    auto client = std::make_unique<LocalClient>(k, std::move(shares[k]), &train, &trainer,
-                                                &pool, spec.seed());
+    auto client = std::make_unique<LocalClient>(k, std::move(shares[k]), train, trainer, pool,
+                                                spec.seed());
     if (spec.server().independent_init()) {
-      client->set_initial_weights([&spec, &info, device, k]() -> absl::StatusOr<ModelState> {
+      const DatasetInfo* info = &experiment.data_info;
+      const c10::Device device = experiment.device;
+      client->set_initial_weights([&spec, info, device, k]() -> absl::StatusOr<ModelState> {
         // LibTorch's initialisers draw from the global generator: one client at a time.
         static absl::Mutex mutex;
         absl::MutexLock lock(&mutex);
         torch::manual_seed(DeriveSeed(spec.seed(), SeedStream::kInitialModel,
                                       {static_cast<uint64_t>(k) + 1}));
-        FL_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, NewModel(spec, info, device));
+        FL_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, NewModel(spec, *info, device));
         return ModelState::FromModule(*model);
       });
     }
     clients.push_back(std::move(client));
   }
+  return clients;
+}
 
+// The server's settings from the spec (what it does each round), without the
+// hooks that reach into the runner (checkpointing, stopping).
+ServerConfig ServerConfigFor(const fedkit::ExperimentSpec& spec, const ThreadBudget& threads,
+                             Collective* group, std::vector<int> client_ranks,
+                             const std::vector<int64_t>& client_sizes) {
   ServerConfig config;
   config.rounds = spec.server().rounds();
   config.clients_per_round = spec.server().clients_per_round();
@@ -678,10 +672,10 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
       config.incomplete = ServerConfig::Incomplete::kKeep;
   }
   config.max_norm_to_median = spec.server().screening().max_norm_to_median();
-  config.workers = workers;
+  config.workers = threads.workers;
   config.seed = spec.seed();
-  config.collective = group.get();
-  config.client_ranks = client_ranks;
+  config.collective = group;
+  config.client_ranks = std::move(client_ranks);
   config.gather_updates = spec.simulation().c10d().merge() == fedkit::C10dSpec::GATHER;
   if (spec.server().has_secure_aggregation()) {
     const fedkit::SecureAggregationSpec& secure = spec.server().secure_aggregation();
@@ -698,16 +692,28 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
                                                    spec.aggregator().options());
     };
   }
-  // Only when the server's setting differs; otherwise the one applied above stands.
+  // Only when the server's setting differs; otherwise the one applied first stands.
   if (!(threads.server == threads.worker)) {
     config.on_phase = [&threads](RoundPhase phase) {
       ApplyThreads(phase == RoundPhase::kClients ? threads.worker : threads.server);
     };
   }
+  config.keep_best = spec.output().save_best_model();
+  config.checkpoint_every = spec.output().checkpoint_every();
+  config.stop_requested = StopRequested;
+  return config;
+}
 
+// What the aggregator may ask of the run (the device, a new model, the proxy set,
+// the federation's size). `test_accuracy` is set by the caller, which owns the test set.
+ServerContext ServerContextFor(const Experiment& experiment, const Examples& proxy,
+                               int64_t federation_examples) {
+  const fedkit::ExperimentSpec& spec = experiment.spec;
   ServerContext context;
-  context.device = device;
-  context.new_model = [&spec, &info, device] { return NewModel(spec, info, device); };
+  context.device = experiment.device;
+  context.new_model = [&spec, info = &experiment.data_info, device = experiment.device] {
+    return NewModel(spec, *info, device);
+  };
   context.proxy = proxy.size() > 0 ? &proxy : nullptr;
   context.num_clients = spec.partition().num_clients();
   context.num_examples = federation_examples;
@@ -716,14 +722,139 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
       spec.server().one_shot() ? context.num_clients : spec.server().clients_per_round();
   context.poisson_sampling = spec.server().cohort_sampling() == fedkit::ServerSpec::POISSON;
   context.planned_rounds = spec.server().rounds();
+  return context;
+}
 
+// The client states of clients another rank owns are not this rank's to keep.
+void KeepOwnedStates(const Collective* group, const std::vector<int>& client_ranks,
+                     std::map<ClientStateStore::Key, TensorMap>& states) {
+  if (group == nullptr) return;
+  for (auto it = states.begin(); it != states.end();) {
+    it = client_ranks[it->first.first] == group->rank() ? std::next(it) : states.erase(it);
+  }
+}
+
+// Everything a checkpoint needs to write one, from the runner's objects.
+struct CheckpointSources {
+  const fedkit::ExperimentSpec* spec;
+  c10::Device device;
+  Collective* group;
+  const std::vector<int>* client_ranks;
+  ClientStateStore* state_store;
+  Aggregator* aggregator;
+  MetricsSink* sink;
+  std::string path;
+};
+
+// Writes a checkpoint after `progress`. Each rank holds its own clients' states;
+// rank 0 gathers and writes them all, so the file is the same whatever the number
+// of processes.
+absl::Status WriteRunCheckpoint(const CheckpointSources& from, const ServerProgress& progress) {
+  std::map<ClientStateStore::Key, TensorMap> client_states = from.state_store->Snapshot();
+  const bool rank_zero = from.group == nullptr || from.group->rank() == 0;
+  if (from.group != nullptr) {
+    KeepOwnedStates(from.group, *from.client_ranks, client_states);
+    FL_ASSIGN_OR_RETURN(std::vector<std::string> messages,
+                        from.group->Gather(rank_zero ? std::string()
+                                                     : SerializeClientStates(client_states)));
+    if (!rank_zero) return absl::OkStatus();
+    for (size_t r = 1; r < messages.size(); ++r) {
+      FL_ASSIGN_OR_RETURN(auto theirs,
+                          ParseClientStates(messages[r], from.device,
+                                            absl::StrCat("client states from rank ", r)));
+      client_states.merge(theirs);
+    }
+  }
+  Checkpoint checkpoint;
+  checkpoint.spec = SpecToText(*from.spec);
+  checkpoint.server = progress;
+  checkpoint.aggregator_state = from.aggregator->SaveState();
+  checkpoint.client_states = std::move(client_states);
+  checkpoint.rows = from.sink->rows();
+  checkpoint.diagnostics = from.sink->diagnostic_rows();
+  FL_RETURN_IF_ERROR(WriteCheckpoint(from.path, checkpoint));
+  LOG(INFO) << "checkpoint after round " << progress.rounds_done << " in " << from.path;
+  return absl::OkStatus();
+}
+
+// Puts a checkpoint's state back (aggregator, this rank's client states, rank 0's
+// rows) and resumes the server after its last round.
+absl::StatusOr<ModelState> ResumeFrom(const Checkpoint& resume, const ModelState& initial,
+                                      const CheckpointSources& into, Server& server) {
+  if (absl::Status layout = initial.CheckSameLayout(resume.server.global); !layout.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the checkpoint's model does not fit the spec's: ", layout.message()));
+  }
+  FL_RETURN_IF_ERROR(into.aggregator->RestoreState(resume.aggregator_state));
+  std::map<ClientStateStore::Key, TensorMap> client_states = resume.client_states;
+  KeepOwnedStates(into.group, *into.client_ranks, client_states);
+  into.state_store->Restore(std::move(client_states));
+  if (into.sink != nullptr) {
+    for (const MetricsRow& row : resume.rows) FL_RETURN_IF_ERROR(into.sink->AddRow(row));
+    for (const MetricsSink::DiagnosticsRow& row : resume.diagnostics) {
+      FL_RETURN_IF_ERROR(into.sink->AddDiagnostics(row.round, row.values));
+    }
+  }
+  LOG(INFO) << "resuming after round " << resume.server.rounds_done << " of "
+            << into.spec->server().rounds();
+  return server.Resume(resume.server);
+}
+
+}  // namespace
+
+absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
+                                               const std::string& output_dir,
+                                               const Checkpoint* resume) {
+  const fedkit::ExperimentSpec& spec = experiment.spec;
+  const c10::Device device = experiment.device;
+  const DatasetInfo& info = experiment.data_info;
+  const ThreadBudget& threads = experiment.threads;
+  ApplyAndReportThreads(threads);
+  FL_ASSIGN_OR_RETURN(std::unique_ptr<Collective> group, JoinProcessGroup(spec));
+  const bool rank_zero = group == nullptr || group->rank() == 0;
+
+  FL_ASSIGN_OR_RETURN(RunData data, LoadRunData(experiment));
+  torch::manual_seed(DeriveSeed(spec.seed(), SeedStream::kInitialModel));
+  FL_ASSIGN_OR_RETURN(std::unique_ptr<Model> global_model, NewModel(spec, info, device));
+  FL_ASSIGN_OR_RETURN(ModelState initial, InitialGlobalModel(experiment, *global_model));
+  if (spec.output().write_inputs() && rank_zero && resume == nullptr) {
+    FL_RETURN_IF_ERROR(WriteRunInputs(output_dir, data.train.size(), data.shares,
+                                      data.proxy_indices, initial));
+  }
+  LOG(INFO) << "model " << spec.model().name() << ": " << initial.NumParameters()
+            << " parameters, " << initial.NumElements() - initial.NumParameters()
+            << " buffer elements; " << data.shares.size() << " clients on " << device;
+
+  FL_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Model>> replicas, NewReplicas(experiment));
+  ReplicaPool pool(std::move(replicas));
+  ClientStateStore state_store;
+  LocalTrainer trainer(spec.client(), experiment.spec_hooks, &state_store,
+                       info.train_augmentation);
+  const SystemModel system(spec.client().system(), spec.seed(), spec.server().rounds());
+  if (spec.client().has_system()) trainer.set_system_model(&system);
+  const FaultModel faults(spec.client().faults(), spec.seed(), spec.partition().num_clients(),
+                          info.num_classes);
+  if (spec.client().faults_size() > 0) trainer.set_fault_model(&faults);
+  std::vector<int64_t> client_sizes;
+  int64_t federation_examples = 0;
+  for (const std::vector<int64_t>& share : data.shares) {
+    client_sizes.push_back(share.size());
+    federation_examples += static_cast<int64_t>(share.size());
+  }
+  const std::vector<int> client_ranks =
+      group != nullptr ? AssignClientsToRanks(client_sizes, group->world_size()) : std::vector<int>();
+  std::vector<std::unique_ptr<Client>> clients =
+      NewClients(experiment, data.shares, &data.train, &trainer, &pool);
+
+  ServerConfig config = ServerConfigFor(spec, threads, group.get(), client_ranks, client_sizes);
+  ServerContext context = ServerContextFor(experiment, data.proxy, federation_examples);
   const int64_t eval_batch =
       spec.server().has_eval_batch_size() ? spec.server().eval_batch_size() : kDefaultEvalBatchSize;
   auto evaluate = [&](const ModelState& state) {
-    return Evaluate(*global_model, state, test, eval_batch);
+    return Evaluate(*global_model, state, data.test, eval_batch);
   };
   auto evaluate_predictor = [&](const Predictor& predict) {
-    return EvaluatePredictor(predict, test, eval_batch);
+    return EvaluatePredictor(predict, data.test, eval_batch);
   };
   context.test_accuracy = [&](const ModelState& state) -> absl::StatusOr<double> {
     FL_ASSIGN_OR_RETURN(Evaluation evaluation, evaluate(state));
@@ -744,62 +875,18 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
                                              evaluate_predictor, sink.get());
     aggregator = report.get();
   }
-
-  config.keep_best = spec.output().save_best_model();
-  config.checkpoint_every = spec.output().checkpoint_every();
-  config.stop_requested = StopRequested;
-  const std::string checkpoint_path = output_dir + "/" + kCheckpointFile;
-  config.checkpoint = [&](const ServerProgress& progress) -> absl::Status {
-    std::map<ClientStateStore::Key, TensorMap> client_states = state_store.Snapshot();
-    if (group != nullptr) {
-      // Each rank holds its own clients' states; rank 0 writes them all, so the
-      // checkpoint is the same file whatever the number of processes.
-      keep_owned(client_states);
-      FL_ASSIGN_OR_RETURN(std::vector<std::string> messages,
-                          group->Gather(rank_zero ? std::string() : SerializeClientStates(client_states)));
-      if (!rank_zero) return absl::OkStatus();
-      for (size_t r = 1; r < messages.size(); ++r) {
-        FL_ASSIGN_OR_RETURN(auto theirs, ParseClientStates(messages[r], device,
-                                                           absl::StrCat("client states from rank ", r)));
-        client_states.merge(theirs);
-      }
-    }
-    Checkpoint checkpoint;
-    checkpoint.spec = SpecToText(spec);
-    checkpoint.server = progress;
-    checkpoint.aggregator_state = aggregator->SaveState();
-    checkpoint.client_states = std::move(client_states);
-    checkpoint.rows = sink->rows();
-    checkpoint.diagnostics = sink->diagnostic_rows();
-    FL_RETURN_IF_ERROR(WriteCheckpoint(checkpoint_path, checkpoint));
-    LOG(INFO) << "checkpoint after round " << progress.rounds_done << " in " << checkpoint_path;
-    return absl::OkStatus();
+  const CheckpointSources checkpoint_sources{&spec,      device,     group.get(),
+                                             &client_ranks, &state_store, aggregator,
+                                             sink.get(), output_dir + "/" + kCheckpointFile};
+  config.checkpoint = [&checkpoint_sources](const ServerProgress& progress) {
+    return WriteRunCheckpoint(checkpoint_sources, progress);
   };
 
   Server server(config, aggregator, std::move(clients), std::move(context), evaluate, sink.get());
   server.set_predictor_evaluator(evaluate_predictor);
-  absl::StatusOr<ModelState> final_model;
-  if (resume == nullptr) {
-    final_model = server.Run(std::move(initial));
-  } else {
-    if (absl::Status layout = initial.CheckSameLayout(resume->server.global); !layout.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the checkpoint's model does not fit the spec's: ", layout.message()));
-    }
-    FL_RETURN_IF_ERROR(aggregator->RestoreState(resume->aggregator_state));
-    std::map<ClientStateStore::Key, TensorMap> client_states = resume->client_states;
-    keep_owned(client_states);
-    state_store.Restore(std::move(client_states));
-    if (rank_zero) {
-      for (const MetricsRow& row : resume->rows) FL_RETURN_IF_ERROR(sink->AddRow(row));
-      for (const MetricsSink::DiagnosticsRow& row : resume->diagnostics) {
-        FL_RETURN_IF_ERROR(sink->AddDiagnostics(row.round, row.values));
-      }
-    }
-    LOG(INFO) << "resuming after round " << resume->server.rounds_done << " of "
-              << spec.server().rounds();
-    final_model = server.Resume(resume->server);
-  }
+  absl::StatusOr<ModelState> final_model =
+      resume == nullptr ? server.Run(std::move(initial))
+                        : ResumeFrom(*resume, initial, checkpoint_sources, server);
   FL_RETURN_IF_ERROR(final_model.status());
   if (!rank_zero) return ExperimentResult{*std::move(final_model), {}, group->rank()};
   FL_RETURN_IF_ERROR(WriteModelFile(output_dir + "/model.pt", *final_model));
