@@ -401,6 +401,34 @@ TEST(EndToEndTest, OneShotReportEvaluatesEveryClientAndEveryAggregate) {
   EXPECT_THAT(summary, HasSubstr("\"one_shot\": {\"clients\": [{\"label\": \"client 0\""));
 }
 
+// The observer sees every evaluated row with the model of that round, and
+// returning false ends the run there as if it were the last: rows, model and
+// summary.json all stop at that round.
+TEST(EndToEndTest, ARoundObserverSeesEachRowAndCanEndTheRun) {
+  auto experiment = fl::BuildExperiment(Spec("server { eval_every: 2 }"));
+  ASSERT_TRUE(experiment.ok()) << experiment.status();
+  const std::string dir = absl::StrCat(getenv("TEST_TMPDIR"), "/observed");
+  std::vector<int> seen;
+  fl::ModelState last_seen;
+  auto result = fl::RunExperiment(
+      *experiment, dir, nullptr, [&](const fl::MetricsRow& row, const fl::ModelState& global) {
+        seen.push_back(row.round);
+        last_seen = global.Clone();
+        return row.round < 4;
+      });
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_THAT(seen, ::testing::ElementsAre(2, 4));
+  ASSERT_EQ(result->rows.size(), 2u);
+  EXPECT_EQ(result->rows.back().round, 4);
+  ExpectSameModel(result->final_model, last_seen);
+  EXPECT_THAT(ReadFile(dir + "/summary.json"), HasSubstr("\"rounds\": 4"));
+
+  // The full run goes on to round 8 and differs from the stopped one.
+  fl::ExperimentResult full = RunSpec(Spec("server { eval_every: 2 }"), "unobserved");
+  EXPECT_EQ(full.rows.back().round, 8);
+  EXPECT_NEAR(full.rows[1].test_accuracy, result->rows[1].test_accuracy, 1e-12);
+}
+
 TEST(EndToEndTest, MaEchoAggregatesEveryRoundOfMultiRoundFl) {
   // The paper's Fig. 9 use: every round's clients send fresh projections.
   fl::ExperimentResult result = RunSpec(

@@ -804,8 +804,12 @@ absl::StatusOr<ModelState> ResumeFrom(const Checkpoint& resume, const ModelState
 
 absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
                                                const std::string& output_dir,
-                                               const Checkpoint* resume) {
+                                               const Checkpoint* resume, RoundObserver on_round) {
   const fedkit::ExperimentSpec& spec = experiment.spec;
+  if (on_round && spec.simulation().backend() == fedkit::SimulationSpec::C10D) {
+    return absl::FailedPreconditionError(
+        "a per-round observer watches a single-process run; simulation.backend C10D has several");
+  }
   const c10::Device device = experiment.device;
   const DatasetInfo& info = experiment.data_info;
   const ThreadBudget& threads = experiment.threads;
@@ -847,6 +851,7 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
       NewClients(experiment, data.shares, &data.train, &trainer, &pool);
 
   ServerConfig config = ServerConfigFor(spec, threads, group.get(), client_ranks, client_sizes);
+  config.on_evaluated = std::move(on_round);
   ServerContext context = ServerContextFor(experiment, data.proxy, federation_examples);
   const int64_t eval_batch =
       spec.server().has_eval_batch_size() ? spec.server().eval_batch_size() : kDefaultEvalBatchSize;

@@ -12,6 +12,7 @@
 // RunExperiment then loads the data, partitions it, builds the model and clients,
 // and runs the server, writing results to the output folder (see metrics_sink.h).
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,9 +67,16 @@ struct Checkpoint;
 // (docs/identical-inputs.md) before the first round (not on resume). Writes
 // model.pt (and best_model.pt with output.save_best_model) at the end. A run stopped by SIGINT or SIGTERM, after
 // fl::InstallStopHandlers, fails with kCancelled once its checkpoint is written.
+//
+// `on_round`, when given, is called after each evaluated round with its metrics
+// row and the global model; returning false ends the run there, normally (its
+// summary covers the rounds run). Only for single-process runs: a C10D spec with
+// `on_round` is refused (FailedPrecondition).
+using RoundObserver = std::function<bool(const MetricsRow&, const ModelState&)>;
 absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
                                                const std::string& output_dir,
-                                               const Checkpoint* resume = nullptr);
+                                               const Checkpoint* resume = nullptr,
+                                               RoundObserver on_round = nullptr);
 
 }  // namespace fl
 

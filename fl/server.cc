@@ -81,7 +81,10 @@ Server::Server(ServerConfig config, Aggregator* aggregator,
       clients_(std::move(clients)),
       context_(std::move(context)),
       evaluate_(std::move(evaluate)),
-      sink_(sink) {}
+      sink_(sink) {
+  CHECK(!(config_.on_evaluated && config_.collective != nullptr))
+      << "on_evaluated watches a single-process run";
+}
 
 void Server::EnterPhase(RoundPhase phase) const {
   if (config_.on_phase) config_.on_phase(phase);
@@ -715,6 +718,7 @@ absl::StatusOr<ModelState> Server::RunFrom() {
     progress_.seconds = elapsed();
     return config_.checkpoint ? config_.checkpoint(progress_) : absl::OkStatus();
   };
+  int rounds_run = config_.rounds;  // fewer when on_evaluated ends the run
   for (int round = progress_.rounds_done + 1; round <= config_.rounds; ++round) {
     FL_ASSIGN_OR_RETURN(RoundOutcome outcome, RunRound(round, global));
     row.bytes_up += outcome.bytes_up;
@@ -735,6 +739,10 @@ absl::StatusOr<ModelState> Server::RunFrom() {
       FL_RETURN_IF_ERROR(sink_->AddDiagnostics(round, context_.diagnostics));
       if (scheduled || round == config_.rounds) {
         FL_RETURN_IF_ERROR(Evaluate(round, outcome, elapsed()));
+        if (config_.on_evaluated && !config_.on_evaluated(sink_->rows().back(), ModelInUse())) {
+          rounds_run = round;
+          break;
+        }
       }
     }
     bool stop = config_.stop_requested && config_.stop_requested();
@@ -757,14 +765,18 @@ absl::StatusOr<ModelState> Server::RunFrom() {
   if (config_.collective != nullptr) FL_RETURN_IF_ERROR(ReportRanks());
   if (is_rank_zero()) {
     for (const auto& [name, json] : context_.summary) sink_->AddSummaryField(name, json);
-    FL_RETURN_IF_ERROR(sink_->WriteSummary(progress_.seconds, config_.rounds));
+    FL_RETURN_IF_ERROR(sink_->WriteSummary(progress_.seconds, rounds_run));
   }
-  return lossy_download() ? *progress_.clients_copy : global;
+  return ModelInUse();
+}
+
+const ModelState& Server::ModelInUse() const {
+  // With a lossy download the model in use is the clients' copy.
+  return lossy_download() ? *progress_.clients_copy : progress_.global;
 }
 
 absl::Status Server::Evaluate(int round, const RoundOutcome& outcome, double seconds) {
-  // With a lossy download the model in use is the clients' copy.
-  const ModelState& in_use = lossy_download() ? *progress_.clients_copy : progress_.global;
+  const ModelState& in_use = ModelInUse();
   const ModelState* evaluated_model = nullptr;
   absl::StatusOr<Evaluation> evaluated;
   if (context_.evaluation_predictor) {

@@ -97,6 +97,12 @@ struct ServerConfig {
   std::function<absl::Status(const ServerProgress&)> checkpoint;
   int checkpoint_every = 0;
   std::function<bool()> stop_requested;
+  // Called on rank 0 after each evaluated round with its metrics row and the
+  // global model in use; returning false ends the run after that round as if it
+  // were the last (summary written for the rounds run, the model returned), the
+  // way a caller stops a run it watches. Single-process runs only (refused with a
+  // collective). Optional.
+  std::function<bool(const MetricsRow&, const ModelState&)> on_evaluated;
   // A distributed run: the process group (nullptr: this process is the whole run)
   // and each client's owning rank (see fl/rank_assignment.h). Only rank 0 uses
   // the sink and the evaluator.
@@ -181,6 +187,8 @@ class Server {
   bool is_rank_zero() const { return config_.collective == nullptr || config_.collective->rank() == 0; }
   void SetStage(int round, const char* stage) const;
   bool lossy_download() const { return config_.download.kind != CodecConfig::Kind::kIdentity; }
+  // The global model as the clients use it: with a lossy download, their copy.
+  const ModelState& ModelInUse() const;
   // Sends the change of the server's model to the clients' copy (lossy downloads).
   void Broadcast(const ModelState& previous, const ModelState& next);
   void EnterPhase(RoundPhase phase) const;
