@@ -123,3 +123,36 @@ libtorch_repository = repository_rule(
     environ = ["LIBTORCH_PATH"],
     local = True,
 )
+
+def _python_impl(ctx):
+    python = "/usr/bin/python3"
+    if not ctx.path(python).exists:
+        fail("%s is missing: the Python module is built for Debian's python3 (tools/setup.sh)" % python)
+    query = ctx.execute([python, "-c", "import sysconfig; print(sysconfig.get_paths()['include'])"])
+    include = query.stdout.strip()
+    if query.return_code != 0 or not ctx.path(include + "/Python.h").exists:
+        fail("Python.h not found under %s: install python3-dev (tools/setup.sh does)" % include)
+    if not ctx.path("/usr/include/pybind11/pybind11.h").exists:
+        fail("pybind11 not found: install pybind11-dev (tools/setup.sh does)")
+    ctx.symlink(include, "python_include")
+    ctx.symlink("/usr/include/pybind11", "pybind11_include/pybind11")
+    libdir = "/usr/lib/" + ctx.execute(["gcc", "-print-multiarch"]).stdout.strip()
+    ctx.file("BUILD", """
+package(default_visibility = ["//visibility:public"])
+
+# Debian's Python 3 headers ({include}), pybind11, and LibTorch's Python bindings
+# (libtorch_python, which python3-torch's torch._C uses too): what an extension
+# module needs to hand tensors to Python's torch without copies.
+cc_library(
+    name = "pybind11",
+    hdrs = glob(["python_include/**", "pybind11_include/**"]),
+    includes = ["python_include", "pybind11_include"],
+    linkopts = ["-L{libdir}", "-Wl,-rpath,{libdir}", "-ltorch_python"],
+)
+""".format(include = include, libdir = libdir))
+    ctx.file("WORKSPACE", 'workspace(name = "%s")\n' % ctx.name)
+
+python_repository = repository_rule(
+    implementation = _python_impl,
+    local = True,
+)

@@ -31,6 +31,11 @@ packages=(
   llvm-15                    # llvm-symbolizer: source lines in sanitizer reports
   dataset-fashion-mnist      # real Fashion-MNIST, IDX gzip files
   python3-matplotlib         # partition and benchmark pictures (tools/*.py)
+  python3-torch              # the Python module's torch (the same libtorch1.13)
+  python3-dev                # Python.h, for the Python module
+  pybind11-dev               # the Python module's bindings
+  python3-pytest             # the Python module's tests
+  python3-pandas             # results as a DataFrame in Python
 )
 
 # System changes need root; a non-root user goes through sudo.
