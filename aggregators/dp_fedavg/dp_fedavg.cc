@@ -361,6 +361,11 @@ class DpFedAvg : public fl::Aggregator {
     int64_t pld_steps = 0;
     // Checkpoints written before the PLD accountant have no count: nothing under PLD.
     if (auto steps = base_state.find(kPldStepsState); steps != base_state.end()) {
+      if (steps->second.numel() != 1) {
+        return absl::InvalidArgumentError(absl::StrCat("dp_fedavg: \"", kPldStepsState,
+                                                       "\" must hold one value, holds ",
+                                                       steps->second.numel()));
+      }
       pld_steps = steps->second.item<int64_t>();
       base_state.erase(steps);
       if (pld_steps < 0) {
