@@ -1,6 +1,7 @@
 #include "fl/experiment.h"
 
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -570,6 +571,10 @@ void ApplyAndReportThreads(const ThreadBudget& threads) {
 // wrong address fails fast; a single-process run has no group.
 absl::StatusOr<std::unique_ptr<Collective>> JoinProcessGroup(const fedkit::ExperimentSpec& spec) {
   if (spec.simulation().backend() != fedkit::SimulationSpec::C10D) return nullptr;
+  // Gloo writes to its peers' sockets with writev, which raises SIGPIPE once a
+  // peer has died: that would end this rank silently. Ignored, the write fails
+  // with EPIPE and the run reports which rank stopped answering.
+  std::signal(SIGPIPE, SIG_IGN);
   FL_ASSIGN_OR_RETURN(ProcessGroupAddress address, ProcessGroupAddressFromEnvironment());
   const int timeout = spec.simulation().c10d().has_timeout_seconds()
                           ? spec.simulation().c10d().timeout_seconds()
