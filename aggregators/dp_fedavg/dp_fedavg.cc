@@ -499,10 +499,9 @@ class DpFedAvg : public fl::Aggregator {
     if (config_.pld) return SpendRoundPld(c);
     if (!rdp_.has_value()) rdp_.emplace();
     if (config_.local) {
-      // The local guarantee of the most frequent participant: one Gaussian per round taken part in.
-      const int64_t most = participations_.numel() > 0 ? participations_.max().item<int64_t>() : 0;
       fl::privacy::RdpAccountant local;
-      FL_RETURN_IF_ERROR(local.Compose(1.0, c.accounted_multiplier, most, Sampling::kPoisson));
+      FL_RETURN_IF_ERROR(
+          local.Compose(1.0, c.accounted_multiplier, MostParticipations(), Sampling::kPoisson));
       *rdp_ = local;
     } else {
       FL_RETURN_IF_ERROR(rdp_->Compose(c.sampling_rate, c.accounted_multiplier, 1, c.sampling));
@@ -511,11 +510,17 @@ class DpFedAvg : public fl::Aggregator {
     return spent.epsilon;
   }
 
+  // LOCAL mode's guarantee is that of the most frequent participant: one Gaussian
+  // per round it took part in.
+  int64_t MostParticipations() const {
+    return participations_.numel() > 0 ? participations_.max().item<int64_t>() : 0;
+  }
+
   absl::StatusOr<double> SpendRoundPld(const Calibration& c) {
     if (config_.local) {
-      const int64_t most = participations_.numel() > 0 ? participations_.max().item<int64_t>() : 0;
       fl::privacy::PldAccountant local;
-      FL_RETURN_IF_ERROR(local.Compose(1.0, c.accounted_multiplier, most, Sampling::kPoisson));
+      FL_RETURN_IF_ERROR(
+          local.Compose(1.0, c.accounted_multiplier, MostParticipations(), Sampling::kPoisson));
       return local.Epsilon(c.delta);
     }
     if (!pld_.has_value()) {  // first round, or the first after a restore
