@@ -10,13 +10,15 @@
 //
 // and its cc_library is an fl_plugin_library (alwayslink), so linking the target
 // is all it takes to make the name available. Registration only stores a few
-// pointers in a function-local static: no torch, flag or logging work before main.
+// pointers and strings in a function-local static: no torch, flag or logging work
+// before main.
 //
 // REQUIRES: `Interface` declares `static constexpr char kRegistryKind[]` (used in
 // messages, e.g. "aggregator") and a `CreateArgs` type passed to every factory.
 
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -36,16 +38,20 @@ template <typename Interface>
 class Registry {
  public:
   using CreateArgs = typename Interface::CreateArgs;
-  using Factory = absl::StatusOr<std::unique_ptr<Interface>> (*)(
-      const google::protobuf::Message& options, const CreateArgs& args);
+  // A function pointer for C++ plugins; a closure over the class for plugins
+  // registered at run time (Python's).
+  using Factory = std::function<absl::StatusOr<std::unique_ptr<Interface>>(
+      const google::protobuf::Message& options, const CreateArgs& args)>;
 
   struct Entry {
     std::string name;
     // The options message's default instance; also names its type.
     const google::protobuf::Message& (*default_options)();
     Factory factory;
-    const char* file;
+    std::string file;
     int line;
+    // Registered while the program runs (AddAtRunTime) rather than at start-up.
+    bool run_time = false;
   };
 
   static Registry& Global() {
@@ -60,13 +66,34 @@ class Registry {
     if (it != entries_.end()) {
       // Runs before main: plain stderr, glog may not be initialised yet.
       std::fprintf(stderr, "%s \"%s\" registered twice: at %s:%d and at %s:%d\n",
-                   Interface::kRegistryKind, entry.name.c_str(), it->second.file,
-                   it->second.line, entry.file, entry.line);
+                   Interface::kRegistryKind, entry.name.c_str(), it->second.file.c_str(),
+                   it->second.line, entry.file.c_str(), entry.line);
       std::abort();
     }
     std::string name = entry.name;
     entries_.emplace(std::move(name), std::move(entry));
     return true;
+  }
+
+  // Adds an entry while the program runs (a Python plugin). A name taken by a
+  // start-up plugin is AlreadyExists; one taken by an earlier run-time entry is
+  // replaced (a notebook cell run again). Not for use while an experiment runs:
+  // Find's pointers would see the entry change.
+  absl::Status AddAtRunTime(Entry entry) {
+    entry.run_time = true;
+    auto it = entries_.find(entry.name);
+    if (it == entries_.end()) {
+      std::string name = entry.name;
+      entries_.emplace(std::move(name), std::move(entry));
+      return absl::OkStatus();
+    }
+    if (!it->second.run_time) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          Interface::kRegistryKind, " \"", entry.name, "\" is already registered at ",
+          it->second.file, ":", it->second.line, "; choose another name"));
+    }
+    it->second = std::move(entry);
+    return absl::OkStatus();
   }
 
   // Sorted names of every registered plugin of this kind.

@@ -102,5 +102,52 @@ TEST(RegistryDeathTest, DuplicateNameDiesNamingBothSites) {
                "elsewhere.cc:7");
 }
 
+// A kind of its own, so that entries added at run time do not show in Widget's lists.
+class Gadget {
+ public:
+  static constexpr char kRegistryKind[] = "gadget";
+  struct CreateArgs {};
+  explicit Gadget(double v) : value(v) {}
+  double value;
+};
+
+absl::StatusOr<std::unique_ptr<Gadget>> CreateFixedGadget(const fedkit::ProxySpec& options,
+                                                          const Gadget::CreateArgs&) {
+  return std::make_unique<Gadget>(-1);
+}
+FL_REGISTER_PLUGIN(Gadget, "fixed_gadget", fedkit::ProxySpec, CreateFixedGadget);
+
+// A closure over `value`, as a Python class is held.
+Registry<Gadget>::Entry RunTimeGadget(const std::string& name, double value) {
+  return {name, &registry_internal::DefaultOptions<fedkit::ProxySpec>,
+          [value](const google::protobuf::Message&, const Gadget::CreateArgs&)
+              -> absl::StatusOr<std::unique_ptr<Gadget>> {
+            return std::make_unique<Gadget>(value);
+          },
+          "notebook.py", 3};
+}
+
+TEST(RegistryTest, RunTimeEntriesCreateThroughTheirClosureAndReplaceEachOther) {
+  Registry<Gadget>& registry = Registry<Gadget>::Global();
+  ASSERT_TRUE(registry.AddAtRunTime(RunTimeGadget("python_gadget", 2.5)).ok());
+  EXPECT_THAT(registry.Names(), ElementsAre("fixed_gadget", "python_gadget"));
+  EXPECT_EQ((*registry.Create("python_gadget", {}))->value, 2.5);
+  EXPECT_TRUE(registry.Find("python_gadget")->run_time);
+  EXPECT_FALSE(registry.Find("fixed_gadget")->run_time);
+
+  ASSERT_TRUE(registry.AddAtRunTime(RunTimeGadget("python_gadget", 4)).ok());
+  EXPECT_EQ((*registry.Create("python_gadget", {}))->value, 4);
+}
+
+TEST(RegistryTest, RunTimeEntryCannotTakeAStartUpPluginsName) {
+  Registry<Gadget>& registry = Registry<Gadget>::Global();
+  absl::Status added = registry.AddAtRunTime(RunTimeGadget("fixed_gadget", 1));
+  EXPECT_EQ(added.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(std::string(added.message()),
+              ::testing::MatchesRegex("gadget \"fixed_gadget\" is already registered at "
+                                      "fl/registry_test.cc:[0-9]+; choose another name"));
+  EXPECT_EQ((*registry.Create("fixed_gadget", {}))->value, -1);
+}
+
 }  // namespace
 }  // namespace fl

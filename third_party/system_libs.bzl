@@ -137,6 +137,9 @@ def _python_impl(ctx):
     ctx.symlink(include, "python_include")
     ctx.symlink("/usr/include/pybind11", "pybind11_include/pybind11")
     libdir = "/usr/lib/" + ctx.execute(["gcc", "-print-multiarch"]).stdout.strip()
+    version = ctx.execute([python, "-c", "import sysconfig; print(sysconfig.get_config_var('LDVERSION'))"]).stdout.strip()
+    if not ctx.path("%s/libpython%s.so" % (libdir, version)).exists:
+        fail("libpython%s.so not found in %s: install python3-dev (tools/setup.sh does)" % (version, libdir))
     ctx.file("BUILD", """
 package(default_visibility = ["//visibility:public"])
 
@@ -149,7 +152,15 @@ cc_library(
     includes = ["python_include", "pybind11_include"],
     linkopts = ["-L{libdir}", "-Wl,-rpath,{libdir}", "-ltorch_python"],
 )
-""".format(include = include, libdir = libdir))
+
+# libpython itself, for a C++ program that runs Python inside it (a test that
+# drives Python plugins through the C++ suites).
+cc_library(
+    name = "embed",
+    linkopts = ["-L{libdir}", "-lpython{version}"],
+    deps = [":pybind11"],
+)
+""".format(include = include, libdir = libdir, version = version))
     ctx.file("WORKSPACE", 'workspace(name = "%s")\n' % ctx.name)
 
 python_repository = repository_rule(

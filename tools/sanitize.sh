@@ -23,8 +23,9 @@ everything="//fl/... + //models/... + //data/... + //aggregators/... + //experim
 selection="attr(tags, '\bsanitize\b', tests($everything))"
 if [[ "${1:-}" == "--all" ]]; then
   shift
-  # Not the Python module's tests: Python itself is not built with the sanitizers.
-  selection="(tests(//fl/... + //data/...) except kind(py_test, //fl/...)) + attr(tags, '\bfuzz\b', tests($everything))"
+  # Not the Python module's tests (py_tests, and the C++ test that runs Python
+  # plugins): Python itself is not built with the sanitizers.
+  selection="(tests(//fl/... + //data/...) except tests(//fl/python/...)) + attr(tags, '\bfuzz\b', tests($everything))"
 fi
 targets=$(sbazel query --noshow_progress "$selection" 2> /dev/null) || {
   echo "sanitize: cannot list the test targets" >&2

@@ -21,6 +21,7 @@
 #include "fl/model.h"
 #include "fl/partitioner.h"
 #include "fl/plugin_schema.h"
+#include "fl/python/python_plugins.h"
 #include "fl/spec_loader.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -142,6 +143,11 @@ std::string PluginCatalogJson() {
   return CatalogJson(catalog);
 }
 
+// Raises ValueError with the status's message unless it is OK.
+void RaiseUnlessOk(const absl::Status& status) {
+  if (!status.ok()) throw py::value_error(std::string(status.message()));
+}
+
 }  // namespace
 }  // namespace fl::python
 
@@ -161,6 +167,18 @@ PYBIND11_MODULE(_fedkit, m) {
   m.def("run", &Run, py::arg("spec"), py::arg("output_dir"), py::arg("on_round") = py::none(),
         py::arg("with_model") = false,
         "Runs the spec; returns (rows, final model as a dict of tensors).");
+  m.def(
+      "register_aggregator",
+      [](const std::string& name, py::object cls, const std::string& file, int line) {
+        RaiseUnlessOk(fl::python::RegisterPythonAggregator(name, std::move(cls), file, line));
+      },
+      "Registers a Python class as an aggregator.");
+  m.def(
+      "register_client_hook",
+      [](const std::string& name, py::object cls, const std::string& file, int line) {
+        RaiseUnlessOk(fl::python::RegisterPythonClientHook(name, std::move(cls), file, line));
+      },
+      "Registers a Python class as a client hook.");
   m.def("plugin_catalog_json", &PluginCatalogJson,
         "Every registry's plugins with their options' fields, as JSON.");
 }

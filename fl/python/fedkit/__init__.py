@@ -13,6 +13,7 @@ tensors' storage. docs/python.md has the whole tour.
 """
 
 import importlib.util
+import inspect
 import json
 import os
 import sys
@@ -41,7 +42,8 @@ def _load_engine():
 
 _fedkit = _load_engine()
 
-__all__ = ['Spec', 'SpecError', 'Result', 'load_spec', 'validate', 'run', 'plugins']
+__all__ = ['Spec', 'SpecError', 'Result', 'load_spec', 'validate', 'run', 'plugins', 'Aggregator',
+           'ClientHook', 'register_aggregator', 'register_client_hook']
 
 
 class SpecError(ValueError):
@@ -159,3 +161,86 @@ def plugins():
           } for plugin in kind['plugins']
       } for kind in catalog['kinds']
   }
+
+
+class Aggregator:
+  """The server half of a method, in Python (subclassing is optional: the engine
+  looks up these names). Each round: configure, then accumulate once per accepted
+  update, then finalize. Models and deltas are dicts name -> torch.Tensor sharing
+  the engine's storage; `ctx` carries the round's facts (round, device, round_seed,
+  num_clients, num_examples, client_momentum, expected_cohort_size,
+  poisson_sampling, planned_rounds, proxy with .x and .y or None) and what the
+  method reports: ctx.diagnostics[name] = float (a metrics.csv column),
+  ctx.summary[name] = JSON value (summary.json), ctx.evaluation_model = dict (the
+  model to evaluate when it is not the training iterate).
+
+  The options a spec gives (`options { [type.googleapis.com/google.protobuf.Struct]
+  { fields { key: "beta" value { number_value: 0.9 } } } }`, or
+  {"beta": 0.9} as a dict spec's options "value") reach __init__ as keyword arguments.
+  The class attributes below are its declared properties, checked by the
+  conformance suite as a C++ aggregator's are (fl/aggregator.h).
+  """
+  order_invariant = True
+  single_client_identity = True
+  uses_proxy = False
+  client_hooks = []
+  step_aware = False
+  needs_local_sgd = False
+  sums_only = False
+  # [(prefix, role)], role one of update_sum, squared_norm_sum, weight_total, count.
+  dp_sums = []
+
+  def configure(self, global_model, ctx):
+    """Starts a round; may return {"hooks": [name or (name, options dict)],
+    "broadcast": {name: {tensor name: tensor}}}."""
+    return None
+
+  def accumulate(self, update, ctx):
+    """Takes one update: .client_id, .delta, .num_examples, .local_steps,
+    .planned_steps, .extras ({name: dict}), .metrics, .bytes_sent."""
+    raise NotImplementedError
+
+  def finalize(self, global_model, ctx):
+    """Returns the new global model: a dict with every tensor of global_model."""
+    raise NotImplementedError
+
+
+class ClientHook:
+  """The client half of a method, in Python: before_training(ctx),
+  loss_term(ctx) -> tensor or None (added to the loss every local step; ctx.model
+  holds the live parameters, so autograd flows through it) and
+  after_training(ctx, update) -> {name: {tensor name: tensor}} extras or None.
+  ctx: client_id, round, model, global_model, broadcast, state (a dict kept on
+  this client across rounds while its updates are accepted), x, y,
+  train_indices, seed, learning_rate, batch_size. planned_only = True for a hook
+  that works only when its aggregator plans it."""
+  planned_only = False
+
+
+def _where(cls):
+  try:
+    return inspect.getsourcefile(cls) or '<python>', inspect.getsourcelines(cls)[1]
+  except (OSError, TypeError):
+    return '<python>', 0
+
+
+def _register(call, name, cls):
+  def register(cls):
+    file, line = _where(cls)
+    call(name, cls, file, line)
+    return cls
+  return register if cls is None else register(cls)
+
+
+def register_aggregator(name, cls=None):
+  """Registers the class `cls` (see Aggregator) as aggregator `name` in the
+  engine's registry, beside the C++ ones; usable as a decorator. A spec then
+  names it like any aggregator, also as a wrapper's base. ValueError when a C++
+  plugin has the name; a Python one is replaced."""
+  return _register(_fedkit.register_aggregator, name, cls)
+
+
+def register_client_hook(name, cls=None):
+  """Registers the class `cls` (see ClientHook) as client hook `name`; usable as a
+  decorator."""
+  return _register(_fedkit.register_client_hook, name, cls)
