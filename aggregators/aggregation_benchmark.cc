@@ -49,6 +49,9 @@
 //   bazel run -c opt //aggregators:aggregation_benchmark -- --benchmark_format=json --benchmark_out=/tmp/agg.json
 //   bazel run -c opt //aggregators:aggregation_benchmark -- --benchmark_filter='fedavg|bound' --max_params=1600000
 //
+// //fl/python:python_aggregation_benchmark is this benchmark with the Python
+// example aggregators registered too (python_fedavg, ...).
+//
 // --max_params=N leaves out shapes with P > N (a quick run: --max_params=100000).
 // Every Google Benchmark flag works as usual; the output on stdout is Google
 // Benchmark's alone, so --benchmark_format=json stays parseable. Each row times about
@@ -58,6 +61,8 @@
 // The 18 aggregate_proxy rows took about 1.5 minutes more on that machine while
 // it was busy with other runs; FedLAW's default 20 epochs over a 1000-example proxy
 // of the 1.6M model, its costliest row, is about 6 s per round there.
+
+#include "aggregators/aggregation_benchmark.h"
 
 #include <malloc.h>
 
@@ -731,7 +736,9 @@ void BenchMatmul(benchmark::State& state, int64_t n, const at::Device& device) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace aggregators {
+
+int AggregationBenchmarkMain(int argc, char** argv) {
   // Our one flag; everything else goes to Google Benchmark.
   int64_t max_params = INT64_MAX;
   std::vector<char*> args;
@@ -830,3 +837,5 @@ int main(int argc, char** argv) {
   CachedInputs().reset();
   return 0;
 }
+
+}  // namespace aggregators

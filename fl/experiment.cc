@@ -612,6 +612,11 @@ absl::StatusOr<RunData> LoadRunData(Experiment& experiment) {
   return run;
 }
 
+int64_t EvalBatchSize(const fedkit::ExperimentSpec& spec) {
+  return spec.server().has_eval_batch_size() ? spec.server().eval_batch_size()
+                                             : kDefaultEvalBatchSize;
+}
+
 // One model replica per worker thread.
 absl::StatusOr<std::vector<std::unique_ptr<Model>>> NewReplicas(const Experiment& experiment) {
   std::vector<std::unique_ptr<Model>> replicas;
@@ -807,6 +812,20 @@ absl::StatusOr<ModelState> ResumeFrom(const Checkpoint& resume, const ModelState
 
 }  // namespace
 
+absl::StatusOr<Evaluation> EvaluateOnTestSplit(
+    Experiment& experiment,
+    const std::function<absl::StatusOr<ModelState>(const ModelState& layout)>& read) {
+  const fedkit::ExperimentSpec& spec = experiment.spec;
+  FL_RETURN_IF_ERROR(experiment.dataset->CheckAvailable());
+  FL_ASSIGN_OR_RETURN(DatasetSplits data, experiment.dataset->Load());
+  FL_RETURN_IF_ERROR(CheckLabels(data.test, experiment.data_info.num_classes, "test"));
+  const Examples test = {data.test.x.to(experiment.device), data.test.y.to(experiment.device)};
+  FL_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
+                      NewModel(spec, experiment.data_info, experiment.device));
+  FL_ASSIGN_OR_RETURN(ModelState state, read(ModelState::FromModule(*model)));
+  return Evaluate(*model, state, test, EvalBatchSize(spec));
+}
+
 absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
                                                const std::string& output_dir,
                                                const Checkpoint* resume, RoundObserver on_round) {
@@ -858,8 +877,7 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   ServerConfig config = ServerConfigFor(spec, threads, group.get(), client_ranks, client_sizes);
   config.on_evaluated = std::move(on_round);
   ServerContext context = ServerContextFor(experiment, data.proxy, federation_examples);
-  const int64_t eval_batch =
-      spec.server().has_eval_batch_size() ? spec.server().eval_batch_size() : kDefaultEvalBatchSize;
+  const int64_t eval_batch = EvalBatchSize(spec);
   auto evaluate = [&](const ModelState& state) {
     return Evaluate(*global_model, state, data.test, eval_batch);
   };

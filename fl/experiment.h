@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "fl/aggregator.h"
 #include "fl/dataset.h"
+#include "fl/evaluator.h"
 #include "fl/metrics_sink.h"
 #include "fl/model_state.h"
 #include "fl/one_shot_report.h"
@@ -77,6 +78,14 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
                                                const std::string& output_dir,
                                                const Checkpoint* resume = nullptr,
                                                RoundObserver on_round = nullptr);
+
+// The accuracy and mean loss on the spec's test split of a model of the spec's
+// architecture, as a run evaluates its global model each round. `read` gets a
+// freshly built model's state as the layout and returns the state to evaluate
+// (ReadModelFile for a run's model.pt, ...); its errors pass through.
+absl::StatusOr<Evaluation> EvaluateOnTestSplit(
+    Experiment& experiment,
+    const std::function<absl::StatusOr<ModelState>(const ModelState& layout)>& read);
 
 }  // namespace fl
 

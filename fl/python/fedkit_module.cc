@@ -19,6 +19,7 @@
 #include "fl/experiment.h"
 #include "fl/metrics_sink.h"
 #include "fl/model.h"
+#include "fl/model_file.h"
 #include "fl/partitioner.h"
 #include "fl/plugin_schema.h"
 #include "fl/python/python_plugins.h"
@@ -143,6 +144,35 @@ std::string PluginCatalogJson() {
   return CatalogJson(catalog);
 }
 
+// The test-split accuracy and loss of `model` (a path to a model.pt, or a dict
+// of tensors by name) under the spec's model, dataset and evaluation batch size.
+py::dict EvaluateModel(const std::string& text, py::object model) {
+  absl::StatusOr<Experiment> experiment = BuildExperiment(Parse(text));
+  if (!experiment.ok()) ThrowSpecError(experiment.status());
+  std::function<absl::StatusOr<ModelState>(const ModelState&)> read;
+  std::string path;
+  if (py::isinstance<py::str>(model) || py::hasattr(model, "__fspath__")) {
+    path = py::str(py::module_::import("os").attr("fspath")(model));
+    read = [&path](const ModelState& layout) { return ReadModelFile(path, layout); };
+  } else {
+    read = [&model](const ModelState& layout) {
+      py::gil_scoped_acquire gil;
+      return ModelStateFromDict(model, layout, "model");
+    };
+  }
+  absl::StatusOr<Evaluation> evaluation;
+  {
+    py::gil_scoped_release release;
+    evaluation = EvaluateOnTestSplit(*experiment, read);
+  }
+  if (!evaluation.ok()) throw py::value_error(std::string(evaluation.status().message()));
+  py::dict d;
+  d["test_accuracy"] = evaluation->accuracy;
+  d["test_loss"] = evaluation->loss;
+  d["examples"] = evaluation->examples;
+  return d;
+}
+
 // Raises ValueError with the status's message unless it is OK.
 void RaiseUnlessOk(const absl::Status& status) {
   if (!status.ok()) throw py::value_error(std::string(status.message()));
@@ -167,6 +197,8 @@ PYBIND11_MODULE(_fedkit, m) {
   m.def("run", &Run, py::arg("spec"), py::arg("output_dir"), py::arg("on_round") = py::none(),
         py::arg("with_model") = false,
         "Runs the spec; returns (rows, final model as a dict of tensors).");
+  m.def("evaluate", &EvaluateModel, py::arg("spec"), py::arg("model"),
+        "Test-split accuracy and loss of a model.pt path or a dict of tensors.");
   m.def(
       "register_aggregator",
       [](const std::string& name, py::object cls, const std::string& file, int line) {

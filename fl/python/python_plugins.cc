@@ -79,44 +79,6 @@ std::map<std::string, at::Tensor> DictToTensorMap(const py::handle& dict) {
   return tensors;
 }
 
-// A dict of tensors in the layout of `like` (names, shapes, dtypes; moved to its
-// device), shared rather than copied where it is already there.
-absl::StatusOr<ModelState> DictToState(const py::handle& result, const ModelState& like,
-                                       const std::string& what) {
-  if (!py::isinstance<py::dict>(result)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " must be a dict of tensors by name, got ", py::str(result.get_type()).cast<std::string>()));
-  }
-  py::dict dict = py::reinterpret_borrow<py::dict>(result);
-  std::vector<ModelState::Entry> entries;
-  for (const ModelState::Entry& entry : like.entries()) {
-    if (!dict.contains(entry.name.c_str())) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " has no \"", entry.name, "\""));
-    }
-    at::Tensor tensor = dict[entry.name.c_str()].cast<at::Tensor>();
-    if (tensor.sizes() != entry.tensor.sizes() || tensor.scalar_type() != entry.tensor.scalar_type()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, "[\"", entry.name, "\"]: expected ", c10::toString(entry.tensor.scalar_type()),
-          " of shape ", c10::str(entry.tensor.sizes()), ", got ", c10::toString(tensor.scalar_type()),
-          " of shape ", c10::str(tensor.sizes())));
-    }
-    entries.push_back({entry.name, tensor.to(entry.tensor.device()), entry.is_buffer});
-  }
-  if (dict.size() != like.size()) {  // every name of `like` was found: the rest are extra
-    std::vector<std::string> extra;
-    for (const auto& [key, value] : dict) {
-      const std::string name = key.cast<std::string>();
-      if (std::none_of(like.entries().begin(), like.entries().end(),
-                       [&](const ModelState::Entry& e) { return e.name == name; })) {
-        extra.push_back(name);
-      }
-    }
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " has tensors the model does not: ", absl::StrJoin(extra, ", ")));
-  }
-  return ModelState(std::move(entries));
-}
-
 // A Python class's instance, let go under the GIL. Which methods it has is read
 // once (under the GIL), so that a missing one costs no GIL round trip.
 class PythonObject {
@@ -244,7 +206,7 @@ absl::Status ServerContextFromPython(const py::object& ns, const ModelState& glo
   py::object evaluation = ns.attr("evaluation_model");
   if (!evaluation.is_none()) {
     FL_ASSIGN_OR_RETURN(context.evaluation_model,
-                        DictToState(evaluation, global, "context.evaluation_model"));
+                        ModelStateFromDict(evaluation, global, "context.evaluation_model"));
   }
   return absl::OkStatus();
 }
@@ -355,7 +317,7 @@ class PythonAggregator : public Aggregator {
       py::object ns = ServerContextToPython(context);
       py::object next = instance_.get().attr("finalize")(StateToDict(global), ns);
       FL_RETURN_IF_ERROR(ServerContextFromPython(ns, global, context));
-      return DictToState(next, global, "finalize's result");
+      return ModelStateFromDict(next, global, "finalize's result");
     });
   }
 
@@ -528,6 +490,42 @@ absl::Status Register(const std::string& name, py::object cls, const std::string
 }
 
 }  // namespace
+
+absl::StatusOr<ModelState> ModelStateFromDict(const py::handle& result, const ModelState& like,
+                                              const std::string& what) {
+  if (!py::isinstance<py::dict>(result)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " must be a dict of tensors by name, got ", py::str(result.get_type()).cast<std::string>()));
+  }
+  py::dict dict = py::reinterpret_borrow<py::dict>(result);
+  std::vector<ModelState::Entry> entries;
+  for (const ModelState::Entry& entry : like.entries()) {
+    if (!dict.contains(entry.name.c_str())) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " has no \"", entry.name, "\""));
+    }
+    at::Tensor tensor = dict[entry.name.c_str()].cast<at::Tensor>();
+    if (tensor.sizes() != entry.tensor.sizes() || tensor.scalar_type() != entry.tensor.scalar_type()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, "[\"", entry.name, "\"]: expected ", c10::toString(entry.tensor.scalar_type()),
+          " of shape ", c10::str(entry.tensor.sizes()), ", got ", c10::toString(tensor.scalar_type()),
+          " of shape ", c10::str(tensor.sizes())));
+    }
+    entries.push_back({entry.name, tensor.to(entry.tensor.device()), entry.is_buffer});
+  }
+  if (dict.size() != like.size()) {  // every name of `like` was found: the rest are extra
+    std::vector<std::string> extra;
+    for (const auto& [key, value] : dict) {
+      const std::string name = key.cast<std::string>();
+      if (std::none_of(like.entries().begin(), like.entries().end(),
+                       [&](const ModelState::Entry& e) { return e.name == name; })) {
+        extra.push_back(name);
+      }
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " has tensors the model does not: ", absl::StrJoin(extra, ", ")));
+  }
+  return ModelState(std::move(entries));
+}
 
 absl::Status RegisterPythonAggregator(const std::string& name, py::object cls,
                                       const std::string& file, int line) {

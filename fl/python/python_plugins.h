@@ -15,8 +15,16 @@
 #include <pybind11/pybind11.h>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "fl/model_state.h"
 
 namespace fl::python {
+
+// A dict of torch.Tensor by name in the layout of `like` (every name, shape and
+// dtype; moved to its device), sharing storage where it is already there. Errors
+// start with `what` and name the tensor. REQUIRES: the GIL is held.
+absl::StatusOr<ModelState> ModelStateFromDict(const pybind11::handle& dict, const ModelState& like,
+                                              const std::string& what);
 
 // Registers `cls` under `name`; `file` and `line` say where (in messages). A name
 // taken by a C++ plugin is AlreadyExists; one taken by a Python plugin is

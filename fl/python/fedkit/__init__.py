@@ -18,7 +18,7 @@ import json
 import os
 import sys
 
-import torch  # noqa: F401  (the engine hands tensors to torch: load it first)
+import torch  # loaded before the engine, which hands tensors to it
 
 
 def _load_engine():
@@ -43,7 +43,7 @@ def _load_engine():
 _fedkit = _load_engine()
 
 __all__ = ['Spec', 'SpecError', 'Result', 'load_spec', 'validate', 'run', 'plugins', 'Aggregator',
-           'ClientHook', 'register_aggregator', 'register_client_hook']
+           'ClientHook', 'register_aggregator', 'register_client_hook', 'load_model', 'evaluate']
 
 
 class SpecError(ValueError):
@@ -144,6 +144,23 @@ def run(spec, output_dir, on_round=None, with_model=False):
   spec = load_spec(spec)
   rows, model = _spec_errors(_fedkit.run, spec.text, os.fspath(output_dir), on_round, with_model)
   return Result(rows, model, os.fspath(output_dir))
+
+
+def load_model(path):
+  """A saved model (a run's model.pt or best_model.pt) as a dict name ->
+  torch.Tensor, the names a torch.nn.Module of the same layers has
+  (module.load_state_dict takes it)."""
+  return torch.load(os.fspath(path))
+
+
+def evaluate(spec, model):
+  """{"test_accuracy", "test_loss", "examples"} of `model` (a path to a model.pt,
+  or a dict of tensors by name such as Result.model) on `spec`'s test split,
+  built and evaluated as the run evaluates its global model each round.
+  ValueError naming the tensor when the model does not fit the spec's
+  architecture; SpecError when the spec cannot run."""
+  spec = load_spec(spec)
+  return _spec_errors(_fedkit.evaluate, spec.text, model)
 
 
 def plugins():

@@ -154,6 +154,27 @@ def test_runs_release_the_gil():
   assert end > start
 
 
+def test_a_saved_model_loads_and_evaluates_as_the_run_did():
+  result = fedkit.run(SMALL, out_dir('evaluate'))
+  last = result.rows[-1]
+  path = os.path.join(out_dir('evaluate'), 'model.pt')
+  saved = fedkit.load_model(path)
+  assert list(saved) == list(result.model)
+  assert all(torch.equal(saved[k], result.model[k]) for k in saved)
+  for model in (path, saved):
+    evaluation = fedkit.evaluate(SMALL, model)
+    assert evaluation['examples'] == 2000
+    assert evaluation['test_accuracy'] == pytest.approx(last['test_accuracy'], abs=1e-4)
+    assert evaluation['test_loss'] == pytest.approx(last['test_loss'], rel=1e-4)
+  untrained = fedkit.evaluate(SMALL, {k: torch.zeros_like(t) for k, t in saved.items()})
+  assert untrained['test_accuracy'] < last['test_accuracy'] - 0.2
+  narrower = fedkit.load_spec(SMALL).with_overrides('model { options { [type.googleapis.com/fedkit.models.MlpOptions] { hidden: [32] } } }')
+  with pytest.raises(ValueError, match=r'layers\.0\.weight'):
+    fedkit.evaluate(narrower, saved)  # hidden 32: the saved model's 64 units do not fit
+  with pytest.raises(ValueError, match='layers.0.weight'):
+    fedkit.evaluate(narrower, path)
+
+
 def test_plugins_lists_every_registry_with_option_schemas():
   catalog = fedkit.plugins()
   assert {'dataset', 'partitioner', 'model', 'aggregator', 'client_hook'} <= set(catalog)

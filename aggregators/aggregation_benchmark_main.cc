@@ -1,0 +1,3 @@
+#include "aggregators/aggregation_benchmark.h"
+
+int main(int argc, char** argv) { return aggregators::AggregationBenchmarkMain(argc, argv); }
