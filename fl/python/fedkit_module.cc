@@ -85,15 +85,10 @@ py::dict RowToDict(const MetricsRow& row) {
   d["bytes_up"] = row.bytes_up;
   d["bytes_down"] = row.bytes_down;
   d["seconds"] = row.seconds;
-  for (const auto& [reason, count] : row.rejected_by_reason) d[("rejected_" + reason).c_str()] = count;
+  for (const auto& [reason, count] : row.rejected_by_reason) {
+    d[("rejected_" + reason).c_str()] = count;
+  }
   for (const auto& [name, value] : row.diagnostics) d[name.c_str()] = value;
-  return d;
-}
-
-// The model's tensors by name, sharing storage with `state` (no copy).
-py::dict StateToDict(const ModelState& state) {
-  py::dict d;
-  for (const ModelState::Entry& entry : state.entries()) d[entry.name.c_str()] = entry.tensor;
   return d;
 }
 
@@ -111,7 +106,7 @@ py::tuple Run(const std::string& text, const std::string& output_dir, py::object
     observer = [&](const MetricsRow& row, const ModelState& global) {
       py::gil_scoped_acquire gil;
       try {
-        py::object model = with_model ? py::object(StateToDict(global)) : py::none();
+        py::object model = with_model ? py::object(ModelStateToDict(global)) : py::none();
         py::object verdict = on_round(RowToDict(row), model);
         return verdict.is_none() || verdict.cast<bool>();
       } catch (...) {
@@ -129,7 +124,7 @@ py::tuple Run(const std::string& text, const std::string& output_dir, py::object
   if (!result.ok()) throw std::runtime_error(std::string(result.status().message()));
   py::list rows;
   for (const MetricsRow& row : result->rows) rows.append(RowToDict(row));
-  return py::make_tuple(rows, StateToDict(result->final_model));
+  return py::make_tuple(rows, ModelStateToDict(result->final_model));
 }
 
 // Every registry with its plugins' option schemas, as JSON (what

@@ -59,15 +59,9 @@ py::object Namespace(const py::dict& fields) {
   return py::module_::import("types").attr("SimpleNamespace")(**fields);
 }
 
-py::dict StateToDict(const ModelState& state) {
-  py::dict d;
-  for (const ModelState::Entry& entry : state.entries()) d[entry.name.c_str()] = entry.tensor;
-  return d;
-}
-
 py::dict ExtrasToDict(const ExtraStates& extras) {
   py::dict d;
-  for (const auto& [name, state] : extras) d[name.c_str()] = StateToDict(state);
+  for (const auto& [name, state] : extras) d[name.c_str()] = ModelStateToDict(state);
   return d;
 }
 
@@ -142,7 +136,8 @@ absl::StatusOr<DpSum::Role> DpRole(const std::string& role) {
   if (role == "weight_total") return DpSum::Role::kWeightTotal;
   if (role == "count") return DpSum::Role::kCount;
   return absl::InvalidArgumentError(absl::StrCat(
-      "dp_sums: role \"", role, "\" is not one of update_sum, squared_norm_sum, weight_total, count"));
+      "dp_sums: role \"", role,
+      "\" is not one of update_sum, squared_norm_sum, weight_total, count"));
 }
 
 absl::StatusOr<AggregatorProperties> ReadProperties(const py::object& instance) {
@@ -214,7 +209,7 @@ absl::Status ServerContextFromPython(const py::object& ns, const ModelState& glo
 py::object UpdateToPython(const ClientUpdate& update) {
   py::dict f;
   f["client_id"] = update.client_id;
-  f["delta"] = StateToDict(update.delta);
+  f["delta"] = ModelStateToDict(update.delta);
   f["num_examples"] = update.num_examples;
   f["local_steps"] = update.local_steps;
   f["planned_steps"] = update.planned_steps;
@@ -288,7 +283,7 @@ class PythonAggregator : public Aggregator {
     py::gil_scoped_acquire gil;
     return Guarded(who_, "configure", [&]() -> absl::StatusOr<RoundPlan> {
       py::object ns = ServerContextToPython(context);
-      py::object plan = instance_.get().attr("configure")(StateToDict(global), ns);
+      py::object plan = instance_.get().attr("configure")(ModelStateToDict(global), ns);
       FL_RETURN_IF_ERROR(ServerContextFromPython(ns, global, context));
       return PlanFromPython(plan);
     });
@@ -315,7 +310,7 @@ class PythonAggregator : public Aggregator {
     py::gil_scoped_acquire gil;
     return Guarded(who_, "finalize", [&]() -> absl::StatusOr<ModelState> {
       py::object ns = ServerContextToPython(context);
-      py::object next = instance_.get().attr("finalize")(StateToDict(global), ns);
+      py::object next = instance_.get().attr("finalize")(ModelStateToDict(global), ns);
       FL_RETURN_IF_ERROR(ServerContextFromPython(ns, global, context));
       return ModelStateFromDict(next, global, "finalize's result");
     });
@@ -386,7 +381,8 @@ py::object HookContextToPython(const HookContext& context) {
     parameters[item.key().c_str()] = item.value();
   }
   f["model"] = parameters;
-  f["global_model"] = context.global != nullptr ? py::object(StateToDict(*context.global)) : py::none();
+  f["global_model"] =
+      context.global != nullptr ? py::object(ModelStateToDict(*context.global)) : py::none();
   f["broadcast"] =
       context.broadcast != nullptr ? py::object(ExtrasToDict(*context.broadcast)) : py::dict();
   f["state"] = context.state != nullptr ? py::cast(*context.state) : py::dict();
@@ -491,11 +487,18 @@ absl::Status Register(const std::string& name, py::object cls, const std::string
 
 }  // namespace
 
+py::dict ModelStateToDict(const ModelState& state) {
+  py::dict d;
+  for (const ModelState::Entry& entry : state.entries()) d[entry.name.c_str()] = entry.tensor;
+  return d;
+}
+
 absl::StatusOr<ModelState> ModelStateFromDict(const py::handle& result, const ModelState& like,
                                               const std::string& what) {
   if (!py::isinstance<py::dict>(result)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        what, " must be a dict of tensors by name, got ", py::str(result.get_type()).cast<std::string>()));
+        what, " must be a dict of tensors by name, got ",
+        py::str(result.get_type()).cast<std::string>()));
   }
   py::dict dict = py::reinterpret_borrow<py::dict>(result);
   std::vector<ModelState::Entry> entries;
@@ -504,10 +507,12 @@ absl::StatusOr<ModelState> ModelStateFromDict(const py::handle& result, const Mo
       return absl::InvalidArgumentError(absl::StrCat(what, " has no \"", entry.name, "\""));
     }
     at::Tensor tensor = dict[entry.name.c_str()].cast<at::Tensor>();
-    if (tensor.sizes() != entry.tensor.sizes() || tensor.scalar_type() != entry.tensor.scalar_type()) {
+    if (tensor.sizes() != entry.tensor.sizes() ||
+        tensor.scalar_type() != entry.tensor.scalar_type()) {
       return absl::InvalidArgumentError(absl::StrCat(
           what, "[\"", entry.name, "\"]: expected ", c10::toString(entry.tensor.scalar_type()),
-          " of shape ", c10::str(entry.tensor.sizes()), ", got ", c10::toString(tensor.scalar_type()),
+          " of shape ", c10::str(entry.tensor.sizes()), ", got ",
+          c10::toString(tensor.scalar_type()),
           " of shape ", c10::str(tensor.sizes())));
     }
     entries.push_back({entry.name, tensor.to(entry.tensor.device()), entry.is_buffer});
@@ -556,9 +561,10 @@ absl::Status RegisterPythonClientHook(const std::string& name, py::object cls,
           -> absl::StatusOr<std::unique_ptr<ClientHook>> {
         const std::string who = absl::StrCat("python client hook \"", name, "\"");
         FL_ASSIGN_OR_RETURN(py::object instance, Instantiate(who, cls, options));
-        absl::StatusOr<bool> planned_only = Guarded(who, "planned_only", [&]() -> absl::StatusOr<bool> {
-          return ClassAttribute(instance, "planned_only", false);
-        });
+        absl::StatusOr<bool> planned_only =
+            Guarded(who, "planned_only", [&]() -> absl::StatusOr<bool> {
+              return ClassAttribute(instance, "planned_only", false);
+            });
         if (!planned_only.ok()) return planned_only.status();
         return std::make_unique<PythonClientHook>(who, std::move(instance), *planned_only);
       });

@@ -20,6 +20,10 @@
 
 namespace fl::python {
 
+// The state's tensors by name as torch.Tensor sharing their storage (no copy).
+// REQUIRES: the GIL is held.
+pybind11::dict ModelStateToDict(const ModelState& state);
+
 // A dict of torch.Tensor by name in the layout of `like` (every name, shape and
 // dtype; moved to its device), sharing storage where it is already there. Errors
 // start with `what` and name the tensor. REQUIRES: the GIL is held.

@@ -25,25 +25,9 @@ fedkit.register_client_hook('python_prox', Proximal)
 QUICKSTART = fedkit.load_spec(os.path.join('experiments', 'quickstart.textproto')).with_overrides(
     'server { rounds: 3 } simulation { workers: 1 threads_per_worker: 1 }')
 
-# A small run (6,000 Fashion-MNIST images, 20 clients).
-SMALL = fedkit.load_spec("""
-name: "python_plugins"
-seed: 5
-device: CPU
-dataset {
-  name: "fashion_mnist"
-  options { [type.googleapis.com/fedkit.data.FashionMnistOptions] { train_limit: 6000 test_limit: 2000 } }
-}
-partition {
-  name: "dirichlet"
-  num_clients: 20
-  options { [type.googleapis.com/fedkit.data.DirichletOptions] { alpha: 0.5 } }
-}
-model { name: "mlp" options { [type.googleapis.com/fedkit.models.MlpOptions] { hidden: [64] } } }
-client { epochs: 1 batch_size: 32 optimizer { kind: SGD lr: 0.05 } }
-server { rounds: 3 clients_per_round: 5 }
-simulation { workers: 1 threads_per_worker: 1 }
-""")
+# A small run (6,000 Fashion-MNIST images, 20 clients), three rounds of five.
+SMALL = fedkit.load_spec(os.path.join('fl', 'python', 'tests', 'small.textproto')).with_overrides(
+    'server { rounds: 3 clients_per_round: 5 }')
 
 
 def out_dir(name):
