@@ -173,8 +173,9 @@ def test_bad_options_are_spec_errors_naming_the_plugin():
 
 
 def test_python_and_cpp_halves_compose():
-  # A Python hook under a C++ aggregator, a Python aggregator as a C++ wrapper's
-  # base, and the hook's extras and state reaching a Python aggregator.
+  # A Python hook under a C++ aggregator, a C++ hook planned by a Python
+  # aggregator, a Python aggregator as a C++ wrapper's base, and a Python hook's
+  # extras and state reaching a Python aggregator.
 
   class RoundsSeen(FedAvg):
 
@@ -195,6 +196,20 @@ def test_python_and_cpp_halves_compose():
              'server { rounds: 8 clients_per_round: 10 }')
   most = [row['most_rounds'] for row in seen.rows]
   assert most[0] == 1 and most == sorted(most) and most[-1] >= 3, most
+
+  # A C++ hook planned by a Python aggregator is C++ FedProx, bit for bit.
+  class PlansFedProx(FedAvg):
+
+    def configure(self, global_model, ctx):
+      super().configure(global_model, ctx)
+      return {'hooks': [('fedprox', {'mu': 0.5})]}
+
+  fedkit.register_aggregator('plans_fedprox', PlansFedProx)
+  planned = run(SMALL, 'python_plans_cpp_hook', aggregator('plans_fedprox'))
+  cpp_fedprox = run(SMALL, 'cpp_fedprox', 'aggregator { name: "fedprox" options { '
+                    '[type.googleapis.com/fedkit.aggregators.FedProxOptions] { mu: 0.5 } } }')
+  assert_same_models(planned.model, cpp_fedprox.model)
+  assert not torch.equal(planned.model[first], plain.model[first])
 
   wrapped = run(SMALL, 'norm_clip_over_python', 'aggregator { name: "norm_clip" options { '
                 '[type.googleapis.com/fedkit.aggregators.NormClipOptions] { max_norm: 1e9 '
