@@ -22,6 +22,7 @@
 #include "fl/registry.h"
 #include "fl/status_macros.h"
 #include "google/protobuf/struct.pb.h"
+#include "glog/logging.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace fl::python {
@@ -277,7 +278,7 @@ class PythonAggregator : public Aggregator {
   AggregatorProperties properties() const override { return properties_; }
 
   absl::StatusOr<RoundPlan> Configure(const ModelState& global, ServerContext& context) override {
-    failed_ = absl::OkStatus();
+    FL_RETURN_IF_ERROR(failed_);
     global_ = global;
     if (!instance_.Has("configure")) return RoundPlan();
     py::gil_scoped_acquire gil;
@@ -290,18 +291,19 @@ class PythonAggregator : public Aggregator {
   }
 
   // An exception is the plugin's bug, not the update's: the round's remaining
-  // updates are refused with it and Finalize reports it, which ends the run.
+  // updates are refused with it and Finalize reports it, which ends the run. Once
+  // a method has raised, every later call fails with that error.
   // An update of another layout than the round's model is refused here, so the
   // class need not check.
   absl::Status Accumulate(ClientUpdate update, ServerContext& context) override {
     if (!failed_.ok()) return failed_;
     FL_RETURN_IF_ERROR(global_.CheckSameLayout(update.delta));
     py::gil_scoped_acquire gil;
-    failed_ = Guarded(who_, "accumulate", [&]() -> absl::Status {
+    KeepFirstError(Guarded(who_, "accumulate", [&]() -> absl::Status {
       py::object ns = ServerContextToPython(context);
       instance_.get().attr("accumulate")(UpdateToPython(update), ns);
       return ServerContextFromPython(ns, update.delta, context);
-    });
+    }));
     return failed_;
   }
 
@@ -320,11 +322,11 @@ class PythonAggregator : public Aggregator {
     if (!instance_.Has("partial_sums")) return std::nullopt;
     py::gil_scoped_acquire gil;
     std::optional<std::map<std::string, at::Tensor>> sums;
-    failed_ = Guarded(who_, "partial_sums", [&]() -> absl::Status {
+    KeepFirstError(Guarded(who_, "partial_sums", [&]() -> absl::Status {
       py::object result = instance_.get().attr("partial_sums")();
       if (!result.is_none()) sums = DictToTensorMap(result);
       return absl::OkStatus();
-    });
+    }));
     return sums;
   }
 
@@ -343,10 +345,10 @@ class PythonAggregator : public Aggregator {
     if (!instance_.Has("save_state")) return {};
     py::gil_scoped_acquire gil;
     std::map<std::string, at::Tensor> state;
-    failed_ = Guarded(who_, "save_state", [&]() -> absl::Status {
+    KeepFirstError(Guarded(who_, "save_state", [&]() -> absl::Status {
       state = DictToTensorMap(instance_.get().attr("save_state")());
       return absl::OkStatus();
-    });
+    }));
     return state;
   }
 
@@ -360,13 +362,20 @@ class PythonAggregator : public Aggregator {
   }
 
  private:
+  // Const methods (PartialSums, SaveState) cannot return an error: theirs is
+  // logged at once (a checkpoint written now lacks the state) and returned by the
+  // next call that can.
+  void KeepFirstError(const absl::Status& status) const {
+    if (status.ok() || !failed_.ok()) return;
+    LOG(ERROR) << status;
+    failed_ = status;
+  }
+
   const std::string who_;
   PythonObject instance_;
   const AggregatorProperties properties_;
   ModelState global_;  // this round's, sharing its tensors
-  // The first exception of this round; const methods (PartialSums, SaveState)
-  // cannot return one, so Finalize does.
-  mutable absl::Status failed_;
+  mutable absl::Status failed_;  // the first exception; see KeepFirstError
 };
 
 // The hook's view of a client's round, kept for the round's calls: the live

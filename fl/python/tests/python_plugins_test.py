@@ -150,6 +150,23 @@ def test_a_python_exception_stops_the_run_and_reports_its_traceback():
   assert len(run(SMALL, 'after_broken', aggregator('python_fedavg')).rows) == 3
 
 
+def test_an_exception_where_no_status_can_be_returned_still_stops_the_run():
+  # save_state runs when the checkpoint after round 1 is written; it cannot fail
+  # there, so the next round's configure reports it.
+
+  class CannotSave(FedAvgM):
+
+    def save_state(self):
+      raise OSError('disk full')
+
+  fedkit.register_aggregator('cannot_save', CannotSave)
+  with pytest.raises(RuntimeError, match=r'(?s)python aggregator "cannot_save": save_state raised:.*'
+                     r'OSError: disk full'):
+    run(SMALL, 'cannot_save', aggregator('cannot_save'), 'output { checkpoint_every: 1 }')
+  with open(os.path.join(out_dir('cannot_save'), 'metrics.csv')) as f:
+    assert [row['round'] for row in csv.DictReader(f)] == ['1']
+
+
 def test_a_python_result_of_the_wrong_shape_is_an_error_naming_the_tensor():
 
   class Misshapen(FedAvg):
