@@ -10,7 +10,7 @@
 # When one process fails, the others are given their c10d timeout to notice and
 # fail with the reason, then stopped. Exits with the first failing process's code.
 # For several hosts, run tools/run_experiment on each with those variables set
-# (see the README); this script is for one.
+# (docs/distributed.md); this script is for one.
 set -uo pipefail
 
 processes=""

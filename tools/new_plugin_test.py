@@ -1,7 +1,7 @@
 """tools/new_plugin.py on a small stand-in repository: what it writes and where it
 inserts, the refusals, and that nothing is written on a refusal or a dry run.
 Whether the generated code compiles and passes the suites is checked by generating
-into the real tree (README, "Adding an aggregator"); this test keeps the editing
+into the real tree (docs/adding-an-aggregator.md); this test keeps the editing
 logic from drifting."""
 
 import os
