@@ -6,8 +6,8 @@ Each run is ROW/COLUMN/LABEL=PATH (an official trace.csv or a fedkit
 metrics.csv: round, test_accuracy and gamma columns); its level is its mean test
 accuracy over a window of rounds (default 101-200). Prints a markdown table of
 the cells (n, mean, sd, range), each factor's effect with the other pooled
-(difference of means, Welch's t and its degrees of freedom), and every run's
-level. Runs that share their batches (a replay and its nudged starts) are not
+(difference of means with Welch's t; ratio of spreads with the F and Levene
+tests, p-values where SciPy is installed), and every run's level. Runs that share their batches (a replay and its nudged starts) are not
 independent draws: say so where it matters.
 
   tools/side_by_side/cells.py official/official-drawn/s11=/tmp/official10_rec11/trace.csv \\
@@ -29,6 +29,20 @@ def welch(a, b):
   diff = statistics.mean(a) - statistics.mean(b)
   df = (va + vb)**2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
   return diff, diff / math.sqrt(va + vb), df
+
+
+def p_values(a, b, t, df, f):
+  """Two-sided p of Welch's t, of the variance ratio F and of Levene's test, as
+  text; '-' where SciPy (python3-scipy) is not installed."""
+  try:
+    from scipy import stats  # pylint: disable=import-outside-toplevel
+  except ImportError:
+    return '-', '-', '-'
+  if math.isnan(t):
+    return '-', '-', '-'
+  p_t = 2 * stats.t.sf(abs(t), df)
+  p_f = 2 * min(stats.f.sf(f, len(a) - 1, len(b) - 1), stats.f.cdf(f, len(a) - 1, len(b) - 1))
+  return f'{p_t:.2f}', f'{p_f:.3f}', f'{stats.levene(a, b).pvalue:.3f}'
 
 
 def describe(values):
@@ -65,15 +79,19 @@ def main():
       cell = [v for rr, cc, _, v in levels if (rr, cc) == (r, c)]
       if cell:
         print(f'| {r}, {c} | {describe(cell)} |')
-  print('\n| factor | levels compared | difference of means | Welch t | df |')
-  print('| --- | --- | ---: | ---: | ---: |')
+  print('\n| factor | levels compared | difference of means | Welch t | df | p | sd ratio | '
+        'F (variances) | p (F) | p (Levene) |')
+  print('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
   for name, index, values in (('rows', 0, rows), ('columns', 1, columns)):
     if len(values) != 2:
       continue
     a = [lv[3] for lv in levels if lv[index] == values[0]]
     b = [lv[3] for lv in levels if lv[index] == values[1]]
     diff, t, df = welch(a, b)
-    print(f'| {name} | {values[0]} - {values[1]} | {diff:+.2f} | {t:.2f} | {df:.1f} |')
+    f = statistics.variance(a) / statistics.variance(b) if len(a) > 1 and len(b) > 1 else math.nan
+    p_t, p_f, p_levene = p_values(a, b, t, df, f)
+    print(f'| {name} | {values[0]} - {values[1]} | {diff:+.2f} | {t:.2f} | {df:.1f} | {p_t} | '
+          f'{math.sqrt(f):.2f} | {f:.2f} | {p_f} | {p_levene} |')
   print('\n| run | level |')
   print('| --- | ---: |')
   for r, c, label, v in levels:
