@@ -18,7 +18,7 @@ import argparse
 import math
 import statistics
 
-from levels import read
+from levels import check_window, read
 
 
 def welch(a, b):
@@ -64,10 +64,8 @@ def main():
     if not path or len(parts) != 3:
       raise SystemExit(f'{item}: expected ROW/COLUMN/LABEL=PATH')
     run = read(path)
+    check_window(key, run, flags.first, flags.last)
     window = range(flags.first, flags.last + 1)
-    missing = [t for t in window if t not in run]
-    if missing:
-      raise SystemExit(f'{key}: no round {missing[0]} (the window is {flags.first}-{flags.last})')
     levels.append((parts[0], parts[1], parts[2], statistics.mean(run[t][0] for t in window)))
   rows = list(dict.fromkeys(r for r, _, _, _ in levels))
   columns = list(dict.fromkeys(c for _, c, _, _ in levels))

@@ -26,6 +26,13 @@ def read(path):
   return {int(r['round']): (100 * float(r['test_accuracy']), float(r['gamma'])) for r in rows}
 
 
+def check_window(label, run, first, last):
+  """Exits naming the first round of first..last that `run` lacks."""
+  missing = [t for t in range(first, last + 1) if t not in run]
+  if missing:
+    raise SystemExit(f'{label}: no round {missing[0]} (the window is {first}-{last})')
+
+
 def main():
   p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   p.add_argument('runs', nargs='+', help='LABEL=PATH, two or more')
@@ -40,9 +47,7 @@ def main():
     runs[label] = read(path)
   window = range(flags.first, flags.last + 1)
   for label, run in runs.items():
-    missing = [t for t in window if t not in run]
-    if missing:
-      raise SystemExit(f'{label}: no round {missing[0]} (the window is {flags.first}-{flags.last})')
+    check_window(label, run, flags.first, flags.last)
   print(f'| run | accuracy, rounds {flags.first}-{flags.last} | last 10 rounds | gamma, rounds {flags.first}-{flags.last} |')
   print('| --- | --- | --- | --- |')
   for label, run in runs.items():
