@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "fl/atomic_file.h"
 #include "fl/process_stats.h"
 #include "fl/spec_loader.h"
@@ -29,6 +30,15 @@ std::map<std::string, double> ColumnsOf(const MetricsRow& row) {
   return columns;
 }
 
+// Markdown shows a block indented by four spaces verbatim.
+std::string IndentedAsCode(const std::string& text) {
+  std::string indented;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    absl::StrAppend(&indented, "    ", line, "\n");
+  }
+  return indented;
+}
+
 }  // namespace
 
 CsvLog::CsvLog(std::string path, std::string header, std::string zero_prefix)
@@ -42,9 +52,14 @@ absl::StatusOr<std::unique_ptr<MetricsSink>> MetricsSink::Open(
     return absl::UnavailableError(
         absl::StrCat("cannot create output directory ", dir, ": ", error.message()));
   }
-  auto status = WriteFileAtomically(dir + "/spec.textproto", SpecToText(spec));
-  if (!status.ok()) return status;
-  return std::unique_ptr<MetricsSink>(new MetricsSink(dir));
+  const std::string spec_text = SpecToText(spec);
+  FL_RETURN_IF_ERROR(WriteFileAtomically(dir + "/spec.textproto", spec_text));
+  std::unique_ptr<MetricsSink> sink(new MetricsSink(dir));
+  if (!spec.output().has_tensorboard() || spec.output().tensorboard()) {
+    FL_ASSIGN_OR_RETURN(sink->events_, tensorboard::EventWriter::Create(dir));
+    FL_RETURN_IF_ERROR(sink->events_->AddText(0, "spec", IndentedAsCode(spec_text)));
+  }
+  return sink;
 }
 
 absl::Status CsvLog::Add(std::string leading_cells,
@@ -86,6 +101,7 @@ std::string CsvLog::Line(const Row& row) const {
 
 absl::Status MetricsSink::AddRow(const MetricsRow& row) {
   rows_.push_back(row);
+  if (events_ != nullptr) FL_RETURN_IF_ERROR(events_->AddScalars(row.round, ScalarsOf(row)));
   return metrics_.Add(
       absl::StrCat(row.round, ",", Number(row.test_accuracy), ",", Number(row.test_loss), ",",
                    Number(row.train_loss), ",", row.clients, ",", row.rejected, ",",
@@ -93,10 +109,37 @@ absl::Status MetricsSink::AddRow(const MetricsRow& row) {
       ColumnsOf(row));
 }
 
+std::map<std::string, double> MetricsSink::ScalarsOf(const MetricsRow& row) {
+  std::map<std::string, double> scalars = {
+      {"metrics/test_accuracy", row.test_accuracy},
+      {"metrics/test_loss", row.test_loss},
+      {"metrics/train_loss", row.train_loss},
+      {"metrics/clients", row.clients},
+      {"metrics/rejected", row.rejected},
+      {"metrics/incomplete", row.incomplete},
+      {"metrics/dropped", row.dropped},
+      {"metrics/bytes_up", static_cast<double>(row.bytes_up)},
+      {"metrics/bytes_down", static_cast<double>(row.bytes_down)},
+      {"metrics/seconds", row.seconds}};
+  // As in metrics.csv: a reason's counter from its first rejection on, 0 where
+  // a row has none.
+  for (const auto& [reason, count] : row.rejected_by_reason) rejection_reasons_.insert(reason);
+  for (const std::string& reason : rejection_reasons_) {
+    auto it = row.rejected_by_reason.find(reason);
+    scalars["rejected/" + reason] = it == row.rejected_by_reason.end() ? 0 : it->second;
+  }
+  return scalars;
+}
+
 absl::Status MetricsSink::AddDiagnostics(int round,
                                          const std::map<std::string, double>& diagnostics) {
   if (diagnostics.empty()) return absl::OkStatus();
   diagnostic_rows_.push_back({round, diagnostics});
+  if (events_ != nullptr) {
+    std::map<std::string, double> scalars;
+    for (const auto& [name, value] : diagnostics) scalars["diagnostics/" + name] = value;
+    FL_RETURN_IF_ERROR(events_->AddScalars(round, scalars));
+  }
   return diagnostics_.Add(absl::StrCat(round), diagnostics);
 }
 

@@ -14,6 +14,10 @@
 //                   fields the runner adds (the thread budget under "threads")
 //   diagnostics.csv  every round's aggregator diagnostics, evaluated or not
 //                   (round, then one column per diagnostic), when there are any
+//   events.out.tfevents.fedkit  (unless output.tensorboard is false) the same
+//                   numbers for TensorBoard: metrics/<column> and
+//                   rejected/<reason> per evaluated round, diagnostics/<name>
+//                   per round, and the spec as text (fl/tensorboard/)
 // bytes_up, bytes_down and seconds are cumulative since the start; clients and
 // rejected count the updates of every round since the previous row (so none is
 // lost when eval_every > 1); the rest describe the row's round. Each row is
@@ -31,6 +35,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "fl/spec.pb.h"
+#include "fl/tensorboard/event_writer.h"
 
 namespace fl {
 
@@ -113,12 +118,18 @@ class MetricsSink {
                  "rejected_"),
         diagnostics_(dir + "/diagnostics.csv", "round") {}
 
+  // The row's TensorBoard scalars (its metrics.csv cells but the diagnostics,
+  // which AddDiagnostics writes every round).
+  std::map<std::string, double> ScalarsOf(const MetricsRow& row);
+
   std::string dir_;
   std::vector<MetricsRow> rows_;
   std::vector<DiagnosticsRow> diagnostic_rows_;
   CsvLog metrics_;
   CsvLog diagnostics_;
   std::vector<std::pair<std::string, std::string>> extra_summary_;  // name, JSON value
+  std::unique_ptr<tensorboard::EventWriter> events_;                // null: not written
+  std::set<std::string> rejection_reasons_;                          // seen so far
 };
 
 }  // namespace fl

@@ -55,6 +55,37 @@ std::unique_ptr<MetricsSink> OpenOrDie(const std::string& dir) {
   return sink.ok() ? std::move(*sink) : nullptr;
 }
 
+// The events' contents are TensorBoard's to judge (tools/tensorboard_test.sh); here:
+// written unless turned off, and started afresh when a run resumes into the folder.
+TEST(MetricsSinkTest, TensorBoardEventsUnlessTurnedOffAndAfreshOnReopen) {
+  const std::string dir = OutputDir("events");
+  const std::string events = dir + "/" + tensorboard::EventWriter::kFileName;
+  MetricsRow row;
+  row.round = 1;
+  {
+    std::unique_ptr<MetricsSink> sink = OpenOrDie(dir);
+    ASSERT_TRUE(sink->AddRow(row).ok());
+    ASSERT_TRUE(sink->AddDiagnostics(1, {{"eta_g", 1.5}}).ok());
+  }
+  const std::string first = ReadFile(events);
+  EXPECT_THAT(first, HasSubstr("metrics/test_accuracy"));
+  EXPECT_THAT(first, HasSubstr("diagnostics/eta_g"));
+  EXPECT_THAT(first, HasSubstr("sink_test_experiment"));  // the spec as text
+  {
+    std::unique_ptr<MetricsSink> sink = OpenOrDie(dir);
+    EXPECT_THAT(ReadFile(events), Not(HasSubstr("diagnostics/eta_g")));
+  }
+
+  const std::string off = OutputDir("events_off");
+  fedkit::ExperimentSpec spec = TestSpec();
+  spec.mutable_output()->set_tensorboard(false);
+  absl::StatusOr<std::unique_ptr<MetricsSink>> sink = MetricsSink::Open(off, spec);
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  ASSERT_TRUE((*sink)->AddRow(row).ok());
+  EXPECT_TRUE(std::filesystem::exists(off + "/metrics.csv"));
+  EXPECT_FALSE(std::filesystem::exists(off + "/" + tensorboard::EventWriter::kFileName));
+}
+
 TEST(MetricsSinkTest, DiagnosticsCsvHasEveryRoundAndSkipsEmptyOnes) {
   const std::string dir = std::string(getenv("TEST_TMPDIR")) + "/diagnostics";
   auto sink = MetricsSink::Open(dir, fedkit::ExperimentSpec());

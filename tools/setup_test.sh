@@ -31,7 +31,13 @@ data="$TEST_TMPDIR/data"
 mkdir -p "$data/mnist"
 touch "$data/mnist/"{train,t10k}-{images-idx3,labels-idx1}-ubyte
 
-if ! PATH="$stubs:/usr/bin:/bin" FEDKIT_DATA_DIR="$data" bash "$setup"; then
+# The test oracles' environment is there too (a python that imports anything).
+venv="$TEST_TMPDIR/oracle-venv"
+mkdir -p "$venv/bin"
+printf '#!/bin/bash\necho "oracle python $*" >>%q\n' "$log" >"$venv/bin/python"
+chmod +x "$venv/bin/python"
+
+if ! PATH="$stubs:/usr/bin:/bin" FEDKIT_DATA_DIR="$data" FEDKIT_ORACLE_VENV="$venv" bash "$setup"; then
   echo "FAIL: setup.sh failed as a non-root user; calls:" >&2
   cat "$log" >&2
   exit 1
@@ -43,6 +49,11 @@ if ! grep -q '^update-alternatives --set .*openblas.* (uid 0)$' "$log"; then
 fi
 if grep -q '^apt-get' "$log"; then
   echo "FAIL: nothing is missing, yet apt-get ran" >&2
+  exit 1
+fi
+if ! grep -q '^oracle python -c import tensorboard$' "$log" || grep -q 'pip\|venv' "$log"; then
+  echo "FAIL: the oracles' environment was not probed, or was made again; calls:" >&2
+  cat "$log" >&2
   exit 1
 fi
 echo "PASS"

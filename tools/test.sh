@@ -6,6 +6,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh || exit 1
+# Where tools/setup.sh put the test oracles (passed to the tests by .bazelrc).
+export FEDKIT_ORACLE_VENV=$(realpath -m "${FEDKIT_ORACLE_VENV:-$HOME/.cache/fedkit/oracle-venv}")
 tools/check_plugin_umbrellas.sh || exit 1
 
 passed=0
@@ -31,5 +33,10 @@ echo "== the sanitizer half: tools/sanitize.sh"
 count tools/sanitize.sh "$@"
 sanitizer_code=$?
 [[ $code -ne 0 ]] || code=$sanitizer_code
+# A test that cannot run here passes saying SKIPPED and why: say it again at the end.
+skipped=$(grep -rl --include=test.log "^SKIPPED: " bazel-testlogs/ 2>/dev/null | sort)
+for log in $skipped; do
+  echo "skipped: ${log#bazel-testlogs/}: $(grep -m1 "^SKIPPED: " "$log" | cut -c10-)"
+done
 echo "$passed passed, $((total - passed)) failed"
 exit "$code"
