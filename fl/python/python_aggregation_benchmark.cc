@@ -3,8 +3,7 @@
 // method written in Python costs per round against its C++ twin on the same
 // inputs:
 //
-//   bazel run -c opt //fl/python:python_aggregation_benchmark -- \
-//     --benchmark_filter='aggregate/(python_)?fedavgm?/'
+//   bazel run -c opt //fl/python:python_aggregation_benchmark -- --benchmark_filter='aggregate/(python_)?fedavgm?/'
 
 #include <pybind11/embed.h>
 
