@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "fl/atomic_file.h"
 #include "fl/batch_order_file.h"
 #include "fl/c10d_collective.h"
@@ -33,6 +34,8 @@
 #include "fl/registry.h"
 #include "fl/rank_assignment.h"
 #include "fl/replica_pool.h"
+#include "fl/report/class_counts.h"
+#include "fl/report/run_report.h"
 #include "fl/secure_aggregation.h"
 #include "fl/seeding.h"
 #include "fl/server.h"
@@ -391,18 +394,24 @@ absl::StatusOr<ModelState> InitialGlobalModel(const Experiment& experiment, Mode
   return ModelState::FromModule(global_model);
 }
 
-// output.write_inputs: partition.json, proxy.json (with a proxy set) and
-// initial_model.pt, the files that start another run from this one's inputs.
-absl::Status WriteRunInputs(const std::string& output_dir, int64_t train_examples,
-                            const std::vector<std::vector<int64_t>>& shares,
-                            const std::vector<int64_t>& proxy_indices,
-                            const ModelState& initial) {
+// Creates the output folder and its parents; the error names it.
+absl::Status CreateOutputDir(const std::string& output_dir) {
   std::error_code error;
   std::filesystem::create_directories(output_dir, error);
   if (error) {
     return absl::UnavailableError(
         absl::StrCat("cannot create output directory ", output_dir, ": ", error.message()));
   }
+  return absl::OkStatus();
+}
+
+// output.write_inputs: partition.json, proxy.json (with a proxy set) and
+// initial_model.pt, the files that start another run from this one's inputs.
+absl::Status WriteRunInputs(const std::string& output_dir, int64_t train_examples,
+                            const std::vector<std::vector<int64_t>>& shares,
+                            const std::vector<int64_t>& proxy_indices,
+                            const ModelState& initial) {
+  FL_RETURN_IF_ERROR(CreateOutputDir(output_dir));
   FL_RETURN_IF_ERROR(WriteFileAtomically(output_dir + "/partition.json",
                                          PartitionFileJson(train_examples, shares)));
   if (!proxy_indices.empty()) {
@@ -612,6 +621,18 @@ absl::StatusOr<RunData> LoadRunData(Experiment& experiment) {
   return run;
 }
 
+// class_counts.csv: each client's training examples by class, which the report
+// page draws as the partition's heatmap.
+absl::Status WriteClassCounts(const std::string& output_dir, const RunData& data,
+                              int64_t num_classes) {
+  const at::Tensor labels = data.train.y.to(at::kCPU, at::kLong).contiguous();
+  const absl::Span<const int64_t> span(labels.data_ptr<int64_t>(), labels.numel());
+  FL_RETURN_IF_ERROR(CreateOutputDir(output_dir));
+  return WriteFileAtomically(
+      output_dir + "/class_counts.csv",
+      report::CountsCsv(report::CountByClass(data.shares, span, num_classes)));
+}
+
 int64_t EvalBatchSize(const fedkit::ExperimentSpec& spec) {
   return spec.server().has_eval_batch_size() ? spec.server().eval_batch_size()
                                              : kDefaultEvalBatchSize;
@@ -810,6 +831,15 @@ absl::StatusOr<ModelState> ResumeFrom(const Checkpoint& resume, const ModelState
   return server.Resume(resume.server);
 }
 
+// output.report (default on): report.html from the files the run has just
+// written. The results are complete without it, so a failure only warns.
+void WriteReportPage(const fedkit::ExperimentSpec& spec, const std::string& output_dir) {
+  if (spec.output().has_report() && !spec.output().report()) return;
+  if (absl::Status status = report::WriteRunReport(output_dir); !status.ok()) {
+    LOG(WARNING) << "no report.html: " << status;
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<Evaluation> EvaluateOnTestSplit(
@@ -848,6 +878,9 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   if (spec.output().write_inputs() && rank_zero && resume == nullptr) {
     FL_RETURN_IF_ERROR(WriteRunInputs(output_dir, data.train.size(), data.shares,
                                       data.proxy_indices, initial));
+  }
+  if (rank_zero && resume == nullptr) {
+    FL_RETURN_IF_ERROR(WriteClassCounts(output_dir, data, info.num_classes));
   }
   LOG(INFO) << "model " << spec.model().name() << ": " << initial.NumParameters()
             << " parameters, " << initial.NumElements() - initial.NumParameters()
@@ -921,6 +954,7 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   if (server.best_model().has_value()) {
     FL_RETURN_IF_ERROR(WriteModelFile(output_dir + "/best_model.pt", *server.best_model()));
   }
+  WriteReportPage(spec, output_dir);
   return ExperimentResult{*std::move(final_model), sink->rows()};
 }
 

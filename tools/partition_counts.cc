@@ -28,6 +28,7 @@
 #include "fl/errors.h"
 #include "fl/partitioner.h"
 #include "fl/registry.h"
+#include "fl/report/class_counts.h"
 #include "fl/seeding.h"
 #include "fl/spec_loader.h"
 #include "fl/status_macros.h"
@@ -148,12 +149,13 @@ int Main() {
   }
   if (!shares.ok()) return Fail(1, "partitioning failed:", shares.status());
 
-  const auto counts = tools::CountByClass(*shares, labels, plugins->dataset->info().num_classes);
+  const auto counts =
+      fl::report::CountByClass(*shares, labels, plugins->dataset->info().num_classes);
   const std::string summary = absl::StrCat(
       "dataset ", spec->dataset().name(), ": ", labels.size(), " training examples; partition ",
       spec->partition().name(), ", seed ", spec->seed(), "\n", tools::SummaryText(counts));
   std::filesystem::create_directories(out);
-  std::ofstream(out + "/counts.csv") << tools::CountsCsv(counts);
+  std::ofstream(out + "/counts.csv") << fl::report::CountsCsv(counts);
   std::ofstream(out + "/summary.txt") << summary;
   std::printf("%s\nwrote %s/counts.csv and %s/summary.txt\n", summary.c_str(), out.c_str(),
               out.c_str());

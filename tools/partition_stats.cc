@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 
 namespace tools {
 namespace {
@@ -20,27 +19,6 @@ std::string MinMedianMax(std::vector<int64_t> values) {
 }
 
 }  // namespace
-
-std::vector<std::vector<int64_t>> CountByClass(const std::vector<std::vector<int64_t>>& shares,
-                                               absl::Span<const int64_t> labels,
-                                               int64_t num_classes) {
-  std::vector<std::vector<int64_t>> counts(shares.size(), std::vector<int64_t>(num_classes, 0));
-  for (size_t k = 0; k < shares.size(); ++k) {
-    for (int64_t i : shares[k]) ++counts[k][labels[i]];
-  }
-  return counts;
-}
-
-std::string CountsCsv(const std::vector<std::vector<int64_t>>& counts) {
-  const size_t classes = counts.empty() ? 0 : counts[0].size();
-  std::vector<size_t> ids(classes);
-  std::iota(ids.begin(), ids.end(), 0);
-  std::string csv = absl::StrCat("client,", absl::StrJoin(ids, ","), "\n");
-  for (size_t k = 0; k < counts.size(); ++k) {
-    absl::StrAppend(&csv, k, ",", absl::StrJoin(counts[k], ","), "\n");
-  }
-  return csv;
-}
 
 std::string SummaryText(const std::vector<std::vector<int64_t>>& counts, int max_class_columns) {
   std::vector<int64_t> sizes, held;

@@ -2,27 +2,17 @@
 
 #include <string>
 
+#include "fl/report/class_counts.h"
 #include "gtest/gtest.h"
 
 namespace tools {
 namespace {
 
+using ::fl::report::CountByClass;
+
 // Labels 0,1,2,0,1,2,0; client 0 holds {0, 1, 3}, client 1 {2, 6}, client 2 {4, 5}.
 const std::vector<int64_t> kLabels = {0, 1, 2, 0, 1, 2, 0};
 const std::vector<std::vector<int64_t>> kShares = {{0, 1, 3}, {2, 6}, {4, 5}};
-
-TEST(PartitionStatsTest, CountsByClientAndClass) {
-  EXPECT_EQ(CountByClass(kShares, kLabels, 4),
-            (std::vector<std::vector<int64_t>>{{2, 1, 0, 0}, {1, 0, 1, 0}, {0, 1, 1, 0}}));
-}
-
-TEST(PartitionStatsTest, CsvHasOneRowPerClient) {
-  EXPECT_EQ(CountsCsv(CountByClass(kShares, kLabels, 3)),
-            "client,0,1,2\n"
-            "0,2,1,0\n"
-            "1,1,0,1\n"
-            "2,0,1,1\n");
-}
 
 TEST(PartitionStatsTest, SummaryHasMinMedianMaxAndATable) {
   EXPECT_EQ(SummaryText(CountByClass(kShares, kLabels, 3)),

@@ -175,6 +175,8 @@ int Main() {
   }
   std::printf("results in %s (metrics.csv, summary.json, spec.textproto, model.pt)\n",
               output_dir.c_str());
+  const std::string page = output_dir + "/report.html";
+  if (std::filesystem::exists(page)) std::printf("report: file://%s\n", page.c_str());
   return 0;
 }
 

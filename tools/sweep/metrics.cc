@@ -10,11 +10,17 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "fl/json.h"
 
 namespace sweep {
+
+using fl::report::ColumnSeries;
+using fl::report::CsvTable;
+using fl::report::ParseCsv;
+using fl::report::Point;
+using fl::report::Series;
+using fl::report::SummaryNumber;
+
 namespace {
 
 constexpr char kDefaultColumn[] = "test_accuracy";
@@ -103,58 +109,6 @@ void LoadOneShotMetrics(const std::string& dir, const fedkit::sweep::SweepSpec& 
 }
 
 }  // namespace
-
-absl::StatusOr<CsvTable> ParseCsv(absl::string_view text, absl::string_view source) {
-  CsvTable table;
-  int line_number = 0;
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    ++line_number;
-    line = absl::StripSuffix(line, "\r");
-    if (line.empty()) continue;
-    std::vector<std::string> cells = absl::StrSplit(line, ',');
-    if (table.header.empty()) {
-      table.header = std::move(cells);
-      continue;
-    }
-    if (cells.size() != table.header.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(source, ":", line_number, ": ", cells.size(),
-                                                     " cells, the header has ",
-                                                     table.header.size()));
-    }
-    table.rows.push_back(std::move(cells));
-  }
-  if (table.header.empty()) return absl::InvalidArgumentError(absl::StrCat(source, ": empty"));
-  return table;
-}
-
-absl::StatusOr<Series> ColumnSeries(const CsvTable& table, absl::string_view column,
-                                    absl::string_view source) {
-  const auto find = [&](absl::string_view name) {
-    return std::find(table.header.begin(), table.header.end(), name) - table.header.begin();
-  };
-  const size_t round_index = find("round");
-  const size_t value_index = find(column);
-  if (round_index == table.header.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": no column \"round\""));
-  }
-  if (value_index == table.header.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": no column \"", column, "\""));
-  }
-  Series series;
-  for (size_t i = 0; i < table.rows.size(); ++i) {
-    const std::vector<std::string>& row = table.rows[i];
-    if (row[value_index].empty()) continue;
-    Point point;
-    if (!absl::SimpleAtoi(row[round_index], &point.round) ||
-        !absl::SimpleAtod(row[value_index], &point.value)) {
-      return absl::InvalidArgumentError(absl::StrCat(source, ": row ", i + 1, ": round \"",
-                                                     row[round_index], "\", ", column, " \"",
-                                                     row[value_index], "\" are not numbers"));
-    }
-    if (!std::isnan(point.value)) series.push_back(point);
-  }
-  return series;
-}
 
 std::optional<std::string> FindDiagnosticColumn(const std::vector<std::string>& header,
                                                 absl::string_view name) {
@@ -323,21 +277,6 @@ absl::StatusOr<MetricValue> ComputeOneShotMetric(const Metric& metric, const Csv
       result.value = values.front();
   }
   return result;
-}
-
-std::optional<double> SummaryNumber(absl::string_view json, absl::string_view key) {
-  const std::string quoted = absl::StrCat("\"", key, "\"");
-  const size_t at = json.find(quoted);
-  if (at == absl::string_view::npos) return std::nullopt;
-  absl::string_view rest = absl::StripLeadingAsciiWhitespace(json.substr(at + quoted.size()));
-  if (!absl::ConsumePrefix(&rest, ":")) return std::nullopt;
-  rest = absl::StripLeadingAsciiWhitespace(rest);
-  const size_t end = rest.find_first_of(",}\n");
-  double value = 0.0;
-  if (!absl::SimpleAtod(absl::StripTrailingAsciiWhitespace(rest.substr(0, end)), &value)) {
-    return std::nullopt;
-  }
-  return value;
 }
 
 std::string LogTrailer(const std::string& how, double wall_seconds, double max_rss_mb) {

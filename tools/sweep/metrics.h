@@ -3,7 +3,8 @@
 
 // What a finished run's files say, and the sweep's metrics computed from them:
 // metrics.csv and diagnostics.csv read by column name (fl/metrics_sink.h writes
-// them), the numbers summary.json holds, FINAL, BEST, LAST_K_MEAN, ROUNDS_TO and
+// them; fl/report/result_files.h reads them), the numbers summary.json holds,
+// FINAL, BEST, LAST_K_MEAN, ROUNDS_TO and
 // SUM over a column's evaluated rounds, and a one-shot run's aggregates and
 // client models from its one_shot.csv (fl/one_shot_report.h).
 
@@ -14,32 +15,12 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "fl/report/result_files.h"
 #include "tools/sweep/sweep.pb.h"
 
 namespace sweep {
 
 using Metric = fedkit::sweep::SweepSpec::Metric;
-
-// A CSV file without quoting (the runner's): a header and rows of as many cells.
-struct CsvTable {
-  std::vector<std::string> header;
-  std::vector<std::vector<std::string>> rows;
-};
-
-// `source` names the file in errors. A row with another number of cells than the
-// header is an error.
-absl::StatusOr<CsvTable> ParseCsv(absl::string_view text, absl::string_view source);
-
-struct Point {
-  int round = 0;
-  double value = 0.0;
-};
-using Series = std::vector<Point>;
-
-// The rows' (round, value) of `column`, in file order; empty and NaN cells are
-// skipped (a diagnostic is empty in the rows before its first appearance).
-absl::StatusOr<Series> ColumnSeries(const CsvTable& table, absl::string_view column,
-                                    absl::string_view source);
 
 // The column of `header` that diagnostic `name` means: `name` itself, else the
 // first ending in "/<name>" (aggregators may prefix theirs: "elastic/zeta_mean").
@@ -67,7 +48,7 @@ struct MetricValue {
 };
 
 // `metric` (filled) over the evaluated rounds of a run's column.
-MetricValue ComputeMetric(const Metric& metric, const Series& series);
+MetricValue ComputeMetric(const Metric& metric, const fl::report::Series& series);
 
 // Whether `metric` reads one_shot.csv (it sets one_shot_row or one_shot_clients).
 bool IsOneShot(const Metric& metric);
@@ -76,12 +57,9 @@ bool IsOneShot(const Metric& metric);
 // errors: its column in the aggregate row labelled one_shot_row, or over the
 // client rows. An empty or NaN cell there: not available. Errors: no such column
 // or rows, a cell that is not a number.
-absl::StatusOr<MetricValue> ComputeOneShotMetric(const Metric& metric, const CsvTable& one_shot,
+absl::StatusOr<MetricValue> ComputeOneShotMetric(const Metric& metric,
+                                                 const fl::report::CsvTable& one_shot,
                                                  absl::string_view source);
-
-// The number summary.json holds under the top-level `key` ("wall_seconds",
-// "peak_rss_mb"); empty when absent or not a number.
-std::optional<double> SummaryNumber(absl::string_view json, absl::string_view key);
 
 // The line the sweep appends to a run's log when the run ends: how it ended and
 // what its process cost, as JSON after the prefix.
@@ -96,9 +74,9 @@ struct RunData {
   std::optional<double> wall_seconds;
   // summary.json's peak_rss_mb, else the trailer's max_rss_mb (ru_maxrss).
   std::optional<double> peak_rss_mb;
-  Series curve;
+  fl::report::Series curve;
   // Diagnostic name (as the sweep gives it) -> its series, for those the run has.
-  std::map<std::string, Series> diagnostics;
+  std::map<std::string, fl::report::Series> diagnostics;
   // What could not be read, each naming the file.
   std::vector<std::string> problems;
 };

@@ -12,6 +12,10 @@
 namespace sweep {
 namespace {
 
+using ::fl::report::ColumnSeries;
+using ::fl::report::CsvTable;
+using ::fl::report::ParseCsv;
+using ::fl::report::Series;
 using ::testing::HasSubstr;
 
 // The runner's layout: fixed columns, then diagnostics sorted by name; a
@@ -55,27 +59,6 @@ double Value(const Metric& metric, const Series& series) {
   MetricValue value = ComputeMetric(metric, series);
   EXPECT_TRUE(value.available);
   return value.value.value_or(NAN);
-}
-
-TEST(MetricsTest, ReadsColumnsByNameAndSkipsEmptyAndNanCells) {
-  const Series accuracy = Column(kMetricsCsv, "test_accuracy");
-  ASSERT_EQ(accuracy.size(), 4u);
-  EXPECT_EQ(accuracy[3].round, 4);
-  EXPECT_DOUBLE_EQ(accuracy[3].value, 0.86);
-  const Series eta = Column(kMetricsCsv, "eta_g");
-  ASSERT_EQ(eta.size(), 2u);
-  EXPECT_EQ(eta[0].round, 2);
-  EXPECT_DOUBLE_EQ(eta[1].value, 2.0);
-}
-
-TEST(MetricsTest, ErrorsNameTheFileAndTheProblem) {
-  absl::StatusOr<CsvTable> ragged = ParseCsv("round,test_accuracy\n1,0.5\n2,0.6,7\n", "m.csv");
-  ASSERT_FALSE(ragged.ok());
-  EXPECT_EQ(ragged.status().message(), "m.csv:3: 3 cells, the header has 2");
-  absl::StatusOr<CsvTable> table = ParseCsv(kMetricsCsv, "m.csv");
-  ASSERT_TRUE(table.ok());
-  EXPECT_EQ(ColumnSeries(*table, "gamma", "m.csv").status().message(),
-            "m.csv: no column \"gamma\"");
 }
 
 TEST(MetricsTest, FinalBestAndLastKMean) {
@@ -255,15 +238,6 @@ TEST(MetricsTest, DiagnosticsMatchByNameOrPrefixedName) {
   EXPECT_EQ(FindDiagnosticColumn(header, "zeta_mean"), "elastic/zeta_mean");
   EXPECT_EQ(FindDiagnosticColumn(header, "eta_g"), "eta_g");
   EXPECT_EQ(FindDiagnosticColumn(header, "gamma"), std::nullopt);
-}
-
-TEST(MetricsTest, SummaryNumbers) {
-  constexpr char kSummary[] =
-      "{\n  \"rounds\": 200,\n  \"wall_seconds\": 114.369,\n  \"peak_rss_mb\": 399.0,\n"
-      "  \"threads\": {\"cores\": 2}\n}\n";
-  EXPECT_EQ(SummaryNumber(kSummary, "wall_seconds"), 114.369);
-  EXPECT_EQ(SummaryNumber(kSummary, "peak_rss_mb"), 399.0);
-  EXPECT_EQ(SummaryNumber(kSummary, "best_round"), std::nullopt);
 }
 
 TEST(MetricsTest, LoadsARunFolder) {

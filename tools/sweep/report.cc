@@ -13,11 +13,15 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "fl/json.h"
+#include "fl/report/units.h"
 
 namespace sweep {
 namespace {
 
 using fedkit::sweep::SweepSpec;
+using fl::report::FormatSeconds;
+using fl::report::Point;
+using fl::report::Series;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -91,17 +95,12 @@ const std::string& BaselineOf(const SweepSpec& spec, const SweepSpec::Variant& v
   return variant.baseline().empty() ? spec.baseline() : variant.baseline();
 }
 
-std::string FormatSeconds(double seconds) {
-  if (seconds < 60) return absl::StrFormat("%.1f s", seconds);
-  const int64_t whole = std::llround(seconds);
-  if (whole < 3600) return absl::StrFormat("%dm %02ds", whole / 60, whole % 60);
-  return absl::StrFormat("%dh %02dm", whole / 3600, whole % 3600 / 60);
-}
-
 std::string Cell(absl::string_view text) { return absl::StrReplaceAll(text, {{"|", "\\|"}}); }
 
 std::string Row(const std::vector<std::string>& cells) {
-  return absl::StrCat("| ", absl::StrJoin(cells, " | "), " |\n");
+  std::vector<std::string> escaped;
+  for (const std::string& cell : cells) escaped.push_back(Cell(cell));
+  return absl::StrCat("| ", absl::StrJoin(escaped, " | "), " |\n");
 }
 
 // The header rule: the first `text` columns left-aligned, the numbers right.
@@ -109,20 +108,6 @@ std::string Rule(size_t columns, size_t text = 1) {
   std::vector<std::string> cells(columns, "---:");
   for (size_t i = 0; i < text; ++i) cells[i] = "---";
   return Row(cells);
-}
-
-const char* StatusText(RunStatus status) {
-  switch (status) {
-    case RunStatus::kFailed:
-      return "failed";
-    case RunStatus::kIncomplete:
-      return "incomplete (no summary.json)";
-    case RunStatus::kNotRun:
-      return "not run";
-    case RunStatus::kFinished:
-      break;
-  }
-  return "finished";
 }
 
 // The runs of one variant, by seed.
@@ -190,14 +175,15 @@ std::set<uint64_t> FinishedSeeds(const std::map<uint64_t, const RunRecord*>& run
 
 // A variant's row of the results table: each metric over its seeds (and its
 // reference where the metric has a reference column), wall time, peak memory.
-std::string ResultRow(const SweepSpec& spec, const SweepSpec::Variant& variant,
-                      const std::map<uint64_t, const RunRecord*>& by_seed, bool is_baseline,
-                      size_t seeds, const std::vector<bool>& reference_columns) {
-  std::string label = Cell(variant.label());
+std::vector<std::string> ResultRow(const SweepSpec& spec, const SweepSpec::Variant& variant,
+                                   const std::map<uint64_t, const RunRecord*>& by_seed,
+                                   bool is_baseline, size_t seeds,
+                                   const std::vector<bool>& reference_columns) {
+  std::string label = variant.label();
   std::vector<double> walls;
   std::optional<double> peak;
   for (const auto& [seed, run] : by_seed) {
-    if (!run->stale.empty()) label = absl::StrCat(Cell(variant.label()), " †");
+    if (!run->stale.empty()) label = absl::StrCat(variant.label(), " †");
     if (run->status != RunStatus::kFinished) continue;
     if (run->data.wall_seconds.has_value()) walls.push_back(*run->data.wall_seconds);
     if (run->data.peak_rss_mb.has_value()) {
@@ -214,7 +200,7 @@ std::string ResultRow(const SweepSpec& spec, const SweepSpec::Variant& variant,
   }
   cells.push_back(walls.empty() ? "n/a" : FormatSeconds(Summarize(walls).mean));
   cells.push_back(peak.has_value() ? absl::StrFormat("%.0f MB", *peak) : "n/a");
-  return Row(cells);
+  return cells;
 }
 
 // The differences-table cell of metric `m`: mean [min, max] over the seeds both
@@ -236,35 +222,38 @@ std::string DifferenceCell(const Metric& metric, int m,
   return text;
 }
 
-// The stale, failed, missing and unreadable runs, each section only when it has any.
-std::string RunLists(const std::vector<RunRecord>& runs) {
-  std::string stale;
-  std::string missing;
-  std::string problems;
+// The stale, failed, missing and unreadable runs.
+void ListRuns(const std::vector<RunRecord>& runs, SweepTables& tables) {
   for (const RunRecord& run : runs) {
-    const std::string name = absl::StrCat("- `", run.variant, "` seed ", run.seed, ": ");
-    if (!run.stale.empty()) absl::StrAppend(&stale, name, run.stale, "\n");
+    if (!run.stale.empty()) tables.stale.push_back({run.variant, run.seed, run.stale, ""});
     if (run.status != RunStatus::kFinished) {
-      absl::StrAppend(&missing, name, StatusText(run.status));
-      if (run.status != RunStatus::kNotRun) {
-        absl::StrAppend(&missing, ", see [", run.log, "](", run.log, ")");
-      }
-      absl::StrAppend(&missing, "\n");
+      tables.missing.push_back({run.variant, run.seed, StatusText(run.status),
+                                run.status != RunStatus::kNotRun ? run.log : ""});
     }
     for (const std::string& problem : run.data.problems) {
-      absl::StrAppend(&problems, name, problem, "\n");
+      tables.problems.push_back({run.variant, run.seed, problem, ""});
     }
   }
-  std::string md;
-  if (!stale.empty()) {
-    absl::StrAppend(&md, "\n## Stale runs\n\n",
-                    "Their spec.textproto differs from what the sweep asks now (output and "
-                    "simulation aside); their numbers are in the tables above. "
-                    "--rerun_stale runs them again.\n\n",
-                    stale);
+}
+
+std::string MarkdownTable(const TextTable& table) {
+  std::string md = Row(table.header);
+  absl::StrAppend(&md, Rule(table.header.size(), table.text_columns));
+  for (const std::vector<std::string>& row : table.rows) absl::StrAppend(&md, Row(row));
+  return md;
+}
+
+// A list of runs under `heading` (with `note` first), nothing when empty.
+std::string MarkdownRunList(absl::string_view heading, absl::string_view note,
+                            const std::vector<RunNote>& notes) {
+  if (notes.empty()) return "";
+  std::string md = absl::StrCat("\n## ", heading, "\n\n");
+  if (!note.empty()) absl::StrAppend(&md, note, "\n\n");
+  for (const RunNote& run : notes) {
+    absl::StrAppend(&md, "- `", run.variant, "` seed ", run.seed, ": ", run.text);
+    if (!run.log.empty()) absl::StrAppend(&md, ", see [", run.log, "](", run.log, ")");
+    absl::StrAppend(&md, "\n");
   }
-  if (!missing.empty()) absl::StrAppend(&md, "\n## Failed and missing runs\n\n", missing);
-  if (!problems.empty()) absl::StrAppend(&md, "\n## Unreadable results\n\n", problems);
   return md;
 }
 
@@ -281,6 +270,20 @@ std::string JsonArray(const std::vector<T>& values) {
 }
 
 }  // namespace
+
+const char* StatusText(RunStatus status) {
+  switch (status) {
+    case RunStatus::kFailed:
+      return "failed";
+    case RunStatus::kIncomplete:
+      return "incomplete (no summary.json)";
+    case RunStatus::kNotRun:
+      return "not run";
+    case RunStatus::kFinished:
+      break;
+  }
+  return "finished";
+}
 
 SeedStats Summarize(const std::vector<double>& values) {
   SeedStats stats;
@@ -367,7 +370,7 @@ std::string RunsCsv(const SweepSpec& spec, const std::vector<RunRecord>& runs) {
   return csv;
 }
 
-std::string TableMarkdown(const SweepSpec& spec, const TableContext& context,
+SweepTables ComputeTables(const SweepSpec& spec, const TableContext& context,
                           const std::vector<RunRecord>& runs) {
   const size_t seeds = context.seeds.size();
   std::map<std::string, std::string> labels;
@@ -381,13 +384,12 @@ std::string TableMarkdown(const SweepSpec& spec, const TableContext& context,
     failed += run.status == RunStatus::kFailed;
     stale += !run.stale.empty();
   }
-  std::string md = absl::StrCat("# ", spec.title(), "\n\n");
-  for (const std::string& note : spec.notes()) absl::StrAppend(&md, note, "\n\n");
-  absl::StrAppend(&md, "Reproduce: `", context.command, "`\n\n", "Base spec: `", context.base_spec,
-                  "`. Seeds: ", absl::StrJoin(context.seeds, ", "), ". ", spec.variants_size(),
-                  " variants x ", seeds, " seeds: ", finished, " of ", runs.size(),
-                  " runs finished", failed > 0 ? absl::StrCat(", ", failed, " failed") : "",
-                  stale > 0 ? absl::StrCat(", ", stale, " stale (marked †)") : "", ".\n\n");
+  SweepTables tables;
+  tables.overview = absl::StrCat(
+      "Seeds: ", absl::StrJoin(context.seeds, ", "), ". ", spec.variants_size(), " variants x ",
+      seeds, " seeds: ", finished, " of ", runs.size(), " runs finished",
+      failed > 0 ? absl::StrCat(", ", failed, " failed") : "",
+      stale > 0 ? absl::StrCat(", ", stale, " stale (marked †)") : "", ".");
 
   bool accuracy = false;
   bool rounds_to = false;
@@ -408,47 +410,48 @@ std::string TableMarkdown(const SweepSpec& spec, const TableContext& context,
 
   const std::vector<bool> reference_columns = ReferenceColumns(spec);
   const bool references = std::count(reference_columns.begin(), reference_columns.end(), true) > 0;
-  absl::StrAppend(&md, "## Results\n\n",
-                  "Mean ± sample standard deviation over the seeds; (n=k): only k of the ", seeds,
-                  " seeds finished.", accuracy ? " Accuracies in %." : "",
-                  rounds_to ? " Rounds to a target: mean over the seeds that reached it." : "",
-                  references ? absl::StrCat(" ", Cell(spec.reference_label()),
-                                            " (…): the sweep file's numbers, not these runs'.")
-                             : "",
-                  " Wall time: mean per run; peak RSS: the largest.\n\n");
-  std::vector<std::string> header = {"variant"};
+  tables.results_note = absl::StrCat(
+      "Mean ± sample standard deviation over the seeds; (n=k): only k of the ", seeds,
+      " seeds finished.", accuracy ? " Accuracies in %." : "",
+      rounds_to ? " Rounds to a target: mean over the seeds that reached it." : "",
+      references ? absl::StrCat(" ", spec.reference_label(),
+                                " (…): the sweep file's numbers, not these runs'.")
+                 : "",
+      " Wall time: mean per run; peak RSS: the largest.");
+  std::vector<std::string>& header = tables.results.header;
+  header = {"variant"};
   for (int m = 0; m < spec.metrics_size(); ++m) {
     const std::string& label = spec.metrics(m).label();
-    header.push_back(Cell(label));
+    header.push_back(label);
     if (reference_columns[m]) {
-      header.push_back(Cell(absl::StrCat(spec.reference_label(), " (", label, ")")));
+      header.push_back(absl::StrCat(spec.reference_label(), " (", label, ")"));
     }
   }
   header.insert(header.end(), {"wall time", "peak RSS"});
-  absl::StrAppend(&md, Row(header), Rule(header.size()));
   for (const auto& variant : spec.variants()) {
-    absl::StrAppend(&md, ResultRow(spec, variant, RunsOf(runs, variant.name()),
-                                   baselines.count(variant.name()) > 0, seeds, reference_columns));
+    tables.results.rows.push_back(ResultRow(spec, variant, RunsOf(runs, variant.name()),
+                                            baselines.count(variant.name()) > 0, seeds,
+                                            reference_columns));
   }
+  ListRuns(runs, tables);
+  if (baselines.empty()) return tables;
 
-  if (baselines.empty()) {
-    absl::StrAppend(&md, RunLists(runs));
-    return md;
-  }
   const std::string baseline_label =
-      own_baselines ? std::string("its baseline") : Cell(labels[spec.baseline()]);
-  absl::StrAppend(
-      &md, "\n## Paired differences", own_baselines ? "" : absl::StrCat(" to ", baseline_label),
-      "\n\n", "Seed by seed, variant − ", baseline_label, own_baselines ? " (column vs)" : "",
+      own_baselines ? std::string("its baseline") : labels[spec.baseline()];
+  tables.differences_heading = absl::StrCat(
+      "Paired differences", own_baselines ? "" : absl::StrCat(" to ", baseline_label));
+  tables.differences_note = absl::StrCat(
+      "Seed by seed, variant − ", baseline_label, own_baselines ? " (column vs)" : "",
       " on the same seed (same partition, initialisation and client sampling): "
       "mean [min, max] over the seeds both finished (n=k where fewer have the metric).",
       accuracy ? " Accuracies in percentage points." : "",
-      rounds_to ? " Rounds to a target: over the seeds where both reached it." : "", "\n\n");
-  header = {"variant"};
-  if (own_baselines) header.push_back("vs");
-  header.push_back("seeds");
-  for (const Metric& metric : spec.metrics()) header.push_back(Cell(metric.label()));
-  absl::StrAppend(&md, Row(header), Rule(header.size(), own_baselines ? 2 : 1));
+      rounds_to ? " Rounds to a target: over the seeds where both reached it." : "");
+  TextTable& differences = tables.differences;
+  differences.header = {"variant"};
+  if (own_baselines) differences.header.push_back("vs");
+  differences.header.push_back("seeds");
+  for (const Metric& metric : spec.metrics()) differences.header.push_back(metric.label());
+  differences.text_columns = own_baselines ? 2 : 1;
   for (const auto& variant : spec.variants()) {
     const std::string& baseline = BaselineOf(spec, variant);
     if (baseline == variant.name()) continue;
@@ -457,23 +460,40 @@ std::string TableMarkdown(const SweepSpec& spec, const TableContext& context,
     const std::map<uint64_t, const RunRecord*> by_seed = RunsOf(runs, variant.name());
     size_t both = 0;
     for (uint64_t seed : FinishedSeeds(by_seed)) both += baseline_seeds.count(seed);
-    std::vector<std::string> cells = {Cell(variant.label())};
-    if (own_baselines) cells.push_back(Cell(labels[baseline]));
+    std::vector<std::string>& cells = differences.rows.emplace_back();
+    cells.push_back(variant.label());
+    if (own_baselines) cells.push_back(labels[baseline]);
     cells.push_back(absl::StrCat(both));
     for (int m = 0; m < spec.metrics_size(); ++m) {
       cells.push_back(DifferenceCell(spec.metrics(m), m, by_seed, baseline_runs, both));
     }
-    absl::StrAppend(&md, Row(cells));
   }
+  return tables;
+}
 
-  absl::StrAppend(&md, RunLists(runs));
+std::string TableMarkdown(const SweepSpec& spec, const TableContext& context,
+                          const std::vector<RunRecord>& runs) {
+  const SweepTables tables = ComputeTables(spec, context, runs);
+  std::string md = absl::StrCat("# ", spec.title(), "\n\n");
+  for (const std::string& note : spec.notes()) absl::StrAppend(&md, note, "\n\n");
+  absl::StrAppend(&md, "Reproduce: `", context.command, "`\n\n", "Base spec: `", context.base_spec,
+                  "`. ", tables.overview, "\n\n", "## Results\n\n", tables.results_note,
+                  "\n\n", MarkdownTable(tables.results));
+  if (!tables.differences_heading.empty()) {
+    absl::StrAppend(&md, "\n## ", tables.differences_heading, "\n\n", tables.differences_note,
+                    "\n\n", MarkdownTable(tables.differences));
+  }
+  absl::StrAppend(&md, MarkdownRunList("Stale runs", kStaleRunsNote, tables.stale),
+                  MarkdownRunList("Failed and missing runs", "", tables.missing),
+                  MarkdownRunList("Unreadable results", "", tables.problems));
   return md;
 }
 
-std::string CurvesJson(const SweepSpec& spec, const std::vector<RunRecord>& runs) {
-  std::vector<std::string> curves;
-  std::map<std::string, std::vector<std::string>> diagnostics;
-  for (const auto& variant : spec.variants()) {
+SweepCurves ComputeCurves(const SweepSpec& spec, const std::vector<RunRecord>& runs) {
+  SweepCurves curves;
+  std::map<std::string, std::vector<VariantCurve>> diagnostics;
+  for (int v = 0; v < spec.variants_size(); ++v) {
+    const SweepSpec::Variant& variant = spec.variants(v);
     std::vector<const Series*> series;
     std::map<std::string, std::vector<const Series*>> diagnostic_series;
     for (const auto& [seed, run] : RunsOf(runs, variant.name())) {
@@ -484,29 +504,46 @@ std::string CurvesJson(const SweepSpec& spec, const std::vector<RunRecord>& runs
       }
     }
     if (series.empty()) continue;
-    const Band band = CombineSeries(series);
-    curves.push_back(
-        absl::StrCat("{\"label\": ", fl::JsonString(variant.label()), ", \"runs\": ", series.size(),
-                     ", \"rounds\": ", JsonArray(band.rounds), ", \"mean\": ", JsonArray(band.mean),
-                     ", \"min\": ", JsonArray(band.min), ", \"max\": ", JsonArray(band.max), "}"));
+    curves.variants.push_back(
+        {variant.label(), v, static_cast<int>(series.size()), CombineSeries(series)});
     for (const auto& [name, values] : diagnostic_series) {
-      const Band mean = CombineSeries(values);
-      diagnostics[name].push_back(absl::StrCat(
-          "{\"label\": ", fl::JsonString(variant.label()), ", \"runs\": ", values.size(),
-          ", \"rounds\": ", JsonArray(mean.rounds), ", \"mean\": ", JsonArray(mean.mean), "}"));
+      diagnostics[name].push_back(
+          {variant.label(), v, static_cast<int>(values.size()), CombineSeries(values)});
     }
   }
-  std::vector<std::string> panels;
   for (const std::string& name : spec.diagnostics()) {
     auto it = diagnostics.find(name);
-    if (it == diagnostics.end()) continue;
-    panels.push_back(absl::StrCat("{\"name\": ", fl::JsonString(name), ", \"variants\": [",
-                                  absl::StrJoin(it->second, ", "), "]}"));
+    if (it != diagnostics.end()) curves.diagnostics.push_back({name, std::move(it->second)});
+  }
+  return curves;
+}
+
+std::string CurvesJson(const SweepSpec& spec, const std::vector<RunRecord>& runs) {
+  const SweepCurves curves = ComputeCurves(spec, runs);
+  std::vector<std::string> variants;
+  for (const VariantCurve& curve : curves.variants) {
+    const Band& band = curve.band;
+    variants.push_back(
+        absl::StrCat("{\"label\": ", fl::JsonString(curve.label), ", \"runs\": ", curve.runs,
+                     ", \"rounds\": ", JsonArray(band.rounds), ", \"mean\": ", JsonArray(band.mean),
+                     ", \"min\": ", JsonArray(band.min), ", \"max\": ", JsonArray(band.max), "}"));
+  }
+  std::vector<std::string> panels;
+  for (const DiagnosticCurves& panel : curves.diagnostics) {
+    std::vector<std::string> means;
+    for (const VariantCurve& curve : panel.variants) {
+      means.push_back(absl::StrCat("{\"label\": ", fl::JsonString(curve.label),
+                                   ", \"runs\": ", curve.runs, ", \"rounds\": ",
+                                   JsonArray(curve.band.rounds), ", \"mean\": ",
+                                   JsonArray(curve.band.mean), "}"));
+    }
+    panels.push_back(absl::StrCat("{\"name\": ", fl::JsonString(panel.name), ", \"variants\": [",
+                                  absl::StrJoin(means, ", "), "]}"));
   }
   return absl::StrCat("{\"title\": ", fl::JsonString(spec.title()),
                       ",\n \"column\": ", fl::JsonString(spec.curve_column()),
                       ",\n \"percent\": ", IsAccuracyColumn(spec.curve_column()) ? "true" : "false",
-                      ",\n \"variants\": [", absl::StrJoin(curves, ",\n  "),
+                      ",\n \"variants\": [", absl::StrJoin(variants, ",\n  "),
                       "],\n \"diagnostics\": [", absl::StrJoin(panels, ",\n  "), "]}\n");
 }
 

@@ -2,14 +2,16 @@
 #define TOOLS_SWEEP_REPORT_H_
 
 // A sweep's results over its runs: statistics across seeds, paired differences
-// to the baseline, and the three report files' contents (runs.csv, table.md, and
-// the data curves.py draws curves.png from).
+// to the baseline, what the reports show of them (computed once: ComputeTables,
+// ComputeCurves), and the contents of runs.csv, table.md and the data curves.py
+// draws curves.png from. html_report.h makes report.html of the same.
 
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "fl/report/result_files.h"
 #include "tools/sweep/metrics.h"
 #include "tools/sweep/sweep.pb.h"
 
@@ -42,7 +44,7 @@ struct Band {
   std::vector<double> min;
   std::vector<double> max;
 };
-Band CombineSeries(const std::vector<const Series*>& series);
+Band CombineSeries(const std::vector<const fl::report::Series*>& series);
 
 enum class RunStatus {
   kFinished,    // summary.json is there
@@ -51,13 +53,18 @@ enum class RunStatus {
   kNotRun,
 };
 
+// "finished", "failed", "incomplete (no summary.json)", "not run".
+const char* StatusText(RunStatus status);
+
 struct RunRecord {
   std::string variant;  // the variant's name
   uint64_t seed = 0;
   RunStatus status = RunStatus::kNotRun;
   std::string log;    // the log's path relative to the results folder
   std::string stale;  // why its spec.textproto differs from the sweep's; empty: it does not
-  RunData data;       // finished runs only
+  // Its report.html relative to the results folder; empty when it has none.
+  std::string report;
+  RunData data;  // finished runs only
 };
 
 // What table.md says about how it was made.
@@ -67,15 +74,72 @@ struct TableContext {
   std::vector<uint64_t> seeds;
 };
 
+// A table of text cells, as table.md and report.html show it.
+struct TextTable {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  // The leading columns that hold text (left-aligned); the others hold numbers.
+  size_t text_columns = 1;
+};
+
+// A run the reports list under the tables, and what about it.
+struct RunNote {
+  std::string variant;
+  uint64_t seed = 0;
+  std::string text;
+  std::string log;  // a log to see, relative to the results folder; empty: none
+};
+
+// Why stale runs are listed, under their heading.
+inline constexpr char kStaleRunsNote[] =
+    "Their spec.textproto differs from what the sweep asks now (output and simulation aside); "
+    "their numbers are in the tables above. --rerun_stale runs them again.";
+
+// What table.md and report.html say about the runs, computed once: the
+// sentences (plain text) around the tables, the tables' cells, the runs listed.
+struct SweepTables {
+  // "Seeds: 1, 2, 3. 2 variants x 3 seeds: 5 of 6 runs finished, 1 failed."
+  std::string overview;
+  std::string results_note;
+  TextTable results;
+  // Empty when no variant is compared to another (then no differences table).
+  std::string differences_heading;
+  std::string differences_note;
+  TextTable differences;
+  std::vector<RunNote> stale;
+  std::vector<RunNote> missing;   // failed, incomplete or not run
+  std::vector<RunNote> problems;  // finished, but some file was unreadable
+};
+
+// What the reports draw: per variant the curve column's band over its finished
+// runs (mean, min and max per round), and per diagnostic each variant's mean.
+struct VariantCurve {
+  std::string label;
+  int variant = 0;  // the variant's index in the sweep (its colour in every chart)
+  int runs = 0;
+  Band band;
+};
+struct DiagnosticCurves {
+  std::string name;
+  std::vector<VariantCurve> variants;  // those whose runs have the diagnostic
+};
+struct SweepCurves {
+  std::vector<VariantCurve> variants;
+  std::vector<DiagnosticCurves> diagnostics;  // in the sweep's order
+};
+
 // `spec` has its defaults filled (labels, metrics, references' metrics,
 // reference_label); `runs` are the sweep's runs in table order (variants, then
-// seeds), finished or not. table.md gives a metric that variants have references
-// for a column of them right after its own; runs.csv is per run and has none.
+// seeds), finished or not. The tables give a metric that variants have
+// references for a column of them right after its own; runs.csv is per run and
+// has none.
+SweepTables ComputeTables(const fedkit::sweep::SweepSpec& spec, const TableContext& context,
+                          const std::vector<RunRecord>& runs);
+SweepCurves ComputeCurves(const fedkit::sweep::SweepSpec& spec, const std::vector<RunRecord>& runs);
 std::string RunsCsv(const fedkit::sweep::SweepSpec& spec, const std::vector<RunRecord>& runs);
 std::string TableMarkdown(const fedkit::sweep::SweepSpec& spec, const TableContext& context,
                           const std::vector<RunRecord>& runs);
-// JSON for curves.py: per variant the curve column's band over its finished
-// runs, and per diagnostic each variant's mean per round.
+// JSON for curves.py: ComputeCurves' bands (the diagnostics' means only).
 std::string CurvesJson(const fedkit::sweep::SweepSpec& spec, const std::vector<RunRecord>& runs);
 
 }  // namespace sweep

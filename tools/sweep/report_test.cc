@@ -11,6 +11,10 @@
 namespace sweep {
 namespace {
 
+using ::fl::report::ColumnSeries;
+using ::fl::report::CsvTable;
+using ::fl::report::ParseCsv;
+using ::fl::report::Series;
 using ::testing::HasSubstr;
 using ::testing::Not;
 

@@ -51,9 +51,13 @@
 // Results in <out>: runs.csv (one row per finished run: each metric, wall
 // seconds, peak RSS, whether stale), table.md (how to reproduce, then per variant
 // each metric's mean ± sd, and the sweep file's reference for it if any; the
-// paired differences to the baseline; the stale, failed and missing runs) and curves.png (drawn by curves.py with
-// /usr/bin/python3 and matplotlib; skipped with a warning without them, and left
-// out when every run has a single evaluated round, as one-shot runs do). Wall
+// paired differences to the baseline; the stale, failed and missing runs),
+// curves.png (drawn by curves.py with /usr/bin/python3 and matplotlib; skipped
+// with a warning without them, and left out when every run has a single
+// evaluated round, as one-shot runs do) and report.html (table.md and the curves
+// on one self-contained page, with a link to each run's own report.html; a
+// finished run without one, from before runs wrote it, gets it now, unless its
+// spec says output { report: false }). Wall
 // seconds are the run's process as the sweep timed it (it appends them to the
 // log's last line), or summary.json's for runs it did not start; peak RSS is
 // summary.json's, or the process's ru_maxrss.
@@ -85,7 +89,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "fl/atomic_file.h"
+#include "fl/report/run_report.h"
 #include "glog/logging.h"
+#include "tools/sweep/html_report.h"
 #include "tools/sweep/launcher.h"
 #include "tools/sweep/metrics.h"
 #include "tools/sweep/progress.h"
@@ -358,6 +364,28 @@ absl::StatusOr<LaunchOutcome> Launch(const Sweep& sweep, const std::vector<const
   return outcome;
 }
 
+// Whether the run's spec turns its report.html off (output.report: false).
+bool ReportOff(const Sweep& sweep, const Run& run) {
+  absl::StatusOr<fedkit::ExperimentSpec> spec = RunSpec(sweep, *run.variant, run.seed);
+  return spec.ok() && spec->output().has_report() && !spec->output().report();
+}
+
+// The finished run's report.html relative to the results folder, written first
+// when the run has none (it finished before runs wrote their own) unless its spec
+// turns it off; empty when there is none.
+std::string RunReport(const Sweep& sweep, const Run& run) {
+  const std::string page = (fs::path(run.dir) / "report.html").string();
+  if (!fs::exists(page)) {
+    if (ReportOff(sweep, run)) return "";
+    if (absl::Status status = fl::report::WriteRunReport(run.dir); !status.ok()) {
+      std::fprintf(stderr, "warning: no report.html for %s: %s\n", RunName(run).c_str(),
+                   std::string(status.message()).c_str());
+      return "";
+    }
+  }
+  return RelativeTo(page, sweep.out);
+}
+
 // What the results folder holds of every run the reports cover.
 std::vector<RunRecord> Records(const Sweep& sweep, const std::vector<Run>& runs,
                                const std::set<const Run*>& failed) {
@@ -372,6 +400,7 @@ std::vector<RunRecord> Records(const Sweep& sweep, const std::vector<Run>& runs,
         record.status = RunStatus::kFinished;
         record.data = LoadRunData(run.dir, run.log, sweep.spec);
         record.stale = Staleness(sweep, run);
+        record.report = RunReport(sweep, run);
         break;
       case DiskState::kInterrupted:
         record.status = failed.count(&run) ? RunStatus::kFailed : RunStatus::kIncomplete;
@@ -391,7 +420,8 @@ absl::Status WriteReports(const Sweep& sweep, const TableContext& context,
   fs::create_directories(sweep.out, error);
   for (const auto& [name, contents] :
        {std::pair<std::string, std::string>{"runs.csv", RunsCsv(sweep.spec, records)},
-        {"table.md", TableMarkdown(sweep.spec, context, records)}}) {
+        {"table.md", TableMarkdown(sweep.spec, context, records)},
+        {"report.html", SweepReportHtml(sweep.spec, context, records)}}) {
     absl::Status status = fl::WriteFileAtomically((fs::path(sweep.out) / name).string(), contents);
     if (!status.ok()) return status;
   }
@@ -403,8 +433,8 @@ absl::Status WriteReports(const Sweep& sweep, const TableContext& context,
   });
   const bool drawn = any_curve && !temp.path().empty() &&
                      DrawCurves(argv0, CurvesJson(sweep.spec, records), sweep.out, temp.path());
-  std::printf("reports in %s: table.md, runs.csv%s\n", RelativeTo(sweep.out, UserDir()).c_str(),
-              drawn ? ", curves.png" : "");
+  std::printf("reports in %s: table.md, runs.csv, report.html%s\n",
+              RelativeTo(sweep.out, UserDir()).c_str(), drawn ? ", curves.png" : "");
   return absl::OkStatus();
 }
 
@@ -480,8 +510,9 @@ int Main(const std::string& argv0) {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "Runs a sweep of experiments (variants x seeds) and writes table.md, runs.csv and "
-      "curves.png.\n  bazel run //tools/sweep -- --sweep=FILE [--out=DIR] [--jobs=N] "
+      "Runs a sweep of experiments (variants x seeds) and writes table.md, runs.csv, "
+      "curves.png and report.html.\n"
+      "  bazel run //tools/sweep -- --sweep=FILE [--out=DIR] [--jobs=N] "
       "[--only=A,B] [--seeds=1,2] [--report_only] [--rerun_stale]");
   absl::ParseCommandLine(argc, argv);
   // Validation builds every variant's plugins, which may log.

@@ -44,6 +44,17 @@ grep -qF "[done 4/4, 0 running, 0 failed]" "$tmp/first.txt" || fail "no final pr
 if /usr/bin/python3 -c "import matplotlib" 2> /dev/null; then
   [[ -s "$out/curves.png" ]] || fail "no curves.png"
 fi
+# Each run wrote its partition's counts and its page; the sweep's page links them.
+for dir in fedavg_seed1 fedavg_seed2 fedexp_seed1 fedexp_seed2; do
+  [[ "$(head -n 1 "$out/$dir/class_counts.csv")" == "client,0,1,2,3,4,5,6,7,8,9" ]] ||
+    fail "$dir: class_counts.csv header: $(head -n 1 "$out/$dir/class_counts.csv")"
+  [[ $(wc -l < "$out/$dir/class_counts.csv") -eq 5 ]] || fail "$dir: not 4 clients in class_counts.csv"
+  grep -q '<path class="series" data-series="test accuracy" data-points="3"' "$out/$dir/report.html" ||
+    fail "$dir: report.html lacks the accuracy curve"
+  grep -qF "<a href=\"$dir/report.html\">" "$out/report.html" || fail "report.html: no link to $dir"
+done
+grep -qF '<td>FedExP (eps 0.1)</td>' "$out/report.html" || fail "report.html lacks FedExP's row"
+grep -qF 'data-series="FedAvg (2 seeds)"' "$out/report.html" || fail "report.html lacks FedAvg's curve"
 
 # 2. Again: every run is finished, so nothing runs and the reports are the same.
 cp "$out/runs.csv" "$out/table.md" "$tmp/"
@@ -113,10 +124,11 @@ code=$?
   fail "--only=fedsgd: exit $code: $(cat "$tmp/only.txt")"
 
 # 5. A variant that validates but fails when it runs (no dataset there): FAILED
-# with its log, the other variant's run completes, exit 1.
+# with its log, the other variant's run completes, exit 1. The good one turns its
+# page off, which the sweep respects.
 cat > "$tmp/failing.sweep.textproto" <<SWEEP
 base_spec: "$tiny"
-variants { name: "good" }
+variants { name: "good" set: "output { report: false }" }
 variants {
   name: "no_data"
   set: "dataset { options { [type.googleapis.com/fedkit.data.FashionMnistOptions] { dir: \"/nonexistent\" } } }"
@@ -137,6 +149,12 @@ grep -q "/nonexistent" "$out/no_data_seed1.log" || fail "the log does not say wh
 [[ "$(tail -n +2 "$out/runs.csv" | cut -d, -f1,2)" == "good,1" ]] || fail "runs.csv: $(cat "$out/runs.csv")"
 grep -qF -- '- `no_data` seed 1: failed, see [no_data_seed1.log](no_data_seed1.log)' "$out/table.md" ||
   fail "table.md does not list the failed run"
+grep -qF '<li><code>no_data</code> seed 1: failed, see <a href="no_data_seed1.log">' "$out/report.html" ||
+  fail "report.html does not list the failed run"
+[[ -f "$out/good_seed1/class_counts.csv" ]] || fail "good run: no class_counts.csv"
+[[ -e "$out/good_seed1/report.html" ]] && fail "good run: report.html despite output { report: false }"
+grep -qF '<tr><td>good</td><td>finished</td></tr>' "$out/report.html" ||
+  fail "report.html: the good run is not shown finished without a link"
 
 if [[ $failures -gt 0 ]]; then
   echo "$failures failure(s)"
