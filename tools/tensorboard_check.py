@@ -54,7 +54,10 @@ def tolerance(column, value):
 
 
 def expected_scalars(run_dir):
-    """{tag: {round: value}} from the CSV files, and the counters' first rounds."""
+    """{tag: {round: value}} from the CSV files, and the counters' tags."""
+    diagnostics_path = os.path.join(run_dir, "diagnostics.csv")
+    diagnostics = read_csv(diagnostics_path) if os.path.exists(diagnostics_path) else []
+    diagnostic_columns = set(diagnostics[0]) - {"round"} if diagnostics else set()
     expected = {}
     counters = set()
     for row in read_csv(os.path.join(run_dir, "metrics.csv")):
@@ -65,22 +68,17 @@ def expected_scalars(run_dir):
             if column.startswith("rejected_"):
                 tag = "rejected/" + column[len("rejected_"):]
                 counters.add(tag)
-            elif column in DIAGNOSTIC_COLUMNS.get(run_dir, ()):
+            elif column in diagnostic_columns:
                 tag = "diagnostics/" + column
             else:
                 tag = "metrics/" + column
             expected.setdefault(tag, {})[step] = (column, float(cell))
-    diagnostics = os.path.join(run_dir, "diagnostics.csv")
-    if os.path.exists(diagnostics):
-        for row in read_csv(diagnostics):
-            step = int(row["round"])
-            for column, cell in row.items():
-                if column != "round" and cell != "":
-                    expected.setdefault("diagnostics/" + column, {})[step] = (column, float(cell))
+    for row in diagnostics:
+        step = int(row["round"])
+        for column, cell in row.items():
+            if column != "round" and cell != "":
+                expected.setdefault("diagnostics/" + column, {})[step] = (column, float(cell))
     return expected, counters
-
-
-DIAGNOSTIC_COLUMNS = {}
 
 
 def check_run(run_dir):
@@ -88,10 +86,6 @@ def check_run(run_dir):
     if not os.path.exists(path):
         raise Mismatch(f"{path} does not exist")
     records = count_records(path)
-    diagnostics = os.path.join(run_dir, "diagnostics.csv")
-    if os.path.exists(diagnostics):
-        with open(diagnostics) as f:
-            DIAGNOSTIC_COLUMNS[run_dir] = set(f.readline().strip().split(",")[1:])
 
     accumulator = event_accumulator.EventAccumulator(
         run_dir, size_guidance={event_accumulator.SCALARS: 0, event_accumulator.TENSORS: 0})
