@@ -13,7 +13,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "fl/atomic_file.h"
 #include "fl/batch_order_file.h"
@@ -21,19 +20,15 @@
 #include "fl/checkpoint.h"
 #include "fl/client_hook.h"
 #include "fl/codec.h"
-#include "fl/data_splits.h"
 #include "fl/device.h"
 #include "fl/errors.h"
 #include "fl/evaluator.h"
 #include "fl/fault_model.h"
+#include "fl/federation.h"
 #include "fl/index_files.h"
-#include "fl/local_client.h"
-#include "fl/local_trainer.h"
 #include "fl/model.h"
 #include "fl/model_file.h"
 #include "fl/registry.h"
-#include "fl/rank_assignment.h"
-#include "fl/replica_pool.h"
 #include "fl/report/class_counts.h"
 #include "fl/report/run_report.h"
 #include "fl/secure_aggregation.h"
@@ -52,10 +47,6 @@ namespace {
 
 constexpr int kDefaultEvalBatchSize = 1000;
 constexpr int kDefaultC10dTimeoutSeconds = 300;
-
-bool HasProxy(const fedkit::ProxySpec& proxy) {
-  return proxy.size() > 0 || !proxy.indices_path().empty();
-}
 
 // Creates plugin `name` at spec path `path`, recording problems in `errors`.
 template <typename Interface>
@@ -319,16 +310,6 @@ absl::StatusOr<ThreadBudget> BudgetFor(const fedkit::ExperimentSpec& spec,
   return ChooseThreadBudget(request);
 }
 
-absl::StatusOr<std::unique_ptr<Model>> NewModel(const fedkit::ExperimentSpec& spec,
-                                                const DatasetInfo& info,
-                                                const c10::Device& device) {
-  FL_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
-                      Registry<Model>::Global().Create(spec.model().name(), spec.model().options(),
-                                                       {info.input_shape, info.num_classes}));
-  model->to(device);
-  return model;
-}
-
 // Reads initial_model_path against `model`'s layout, for RunExperiment.
 void ReadInitialModel(const fedkit::ExperimentSpec& spec, const Model& model,
                       Experiment& experiment, ErrorList& errors) {
@@ -340,49 +321,6 @@ void ReadInitialModel(const fedkit::ExperimentSpec& spec, const Model& model,
   } else {
     errors.AddStatus("initial_model_path: ", state.status());
   }
-}
-
-absl::Status CheckLabels(const Examples& examples, int64_t num_classes, const char* split) {
-  if (examples.size() == 0) return absl::OkStatus();
-  const int64_t lo = examples.y.min().item<int64_t>();
-  const int64_t hi = examples.y.max().item<int64_t>();
-  if (lo < 0 || hi >= num_classes) {
-    return absl::InvalidArgumentError(absl::StrCat("dataset ", split, " labels span [", lo, ", ",
-                                                   hi, "], expected [0, ", num_classes, ")"));
-  }
-  return absl::OkStatus();
-}
-
-// The clients' shares of the training set, as the spec's partitioner splits it
-// (seeded), none empty.
-absl::StatusOr<std::vector<std::vector<int64_t>>> PartitionTrainingSet(
-    const Experiment& experiment, const DatasetSplits& data) {
-  const fedkit::ExperimentSpec& spec = experiment.spec;
-  std::vector<int64_t> labels(data.train.y.data_ptr<int64_t>(),
-                              data.train.y.data_ptr<int64_t>() + data.train.size());
-  std::vector<int64_t> owners;
-  if (data.train_owners.defined()) {
-    const at::Tensor o = data.train_owners.to(at::kCPU, at::kLong).contiguous();
-    CHECK_EQ(o.numel(), data.train.size()) << "train_owners not aligned with train";
-    owners.assign(o.data_ptr<int64_t>(), o.data_ptr<int64_t>() + o.numel());
-  }
-  std::mt19937_64 partition_rng(DeriveSeed(spec.seed(), SeedStream::kPartition));
-  absl::StatusOr<std::vector<std::vector<int64_t>>> shares = experiment.partitioner->Partition(
-      {labels, experiment.data_info.num_classes, owners}, spec.partition().num_clients(),
-      partition_rng);
-  if (!shares.ok()) {
-    return absl::Status(shares.status().code(),
-                        absl::StrCat("partition (", spec.partition().name(), "): ",
-                                     shares.status().message()));
-  }
-  for (size_t k = 0; k < shares->size(); ++k) {
-    if ((*shares)[k].empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("partition (", spec.partition().name(), "): client ", k,
-                       " got no examples; use fewer clients or a different partition"));
-    }
-  }
-  return shares;
 }
 
 // The global model before the first round: initial_model_path's when the spec
@@ -591,36 +529,6 @@ absl::StatusOr<std::unique_ptr<Collective>> JoinProcessGroup(const fedkit::Exper
   return ConnectC10d(address, std::chrono::seconds(timeout));
 }
 
-// The run's data on its device: the training and test sets, the server's proxy set
-// (and which examples it took), and each client's share of the training set.
-struct RunData {
-  Examples train;
-  Examples test;
-  Examples proxy;
-  std::vector<int64_t> proxy_indices;
-  std::vector<std::vector<int64_t>> shares;
-};
-
-absl::StatusOr<RunData> LoadRunData(Experiment& experiment) {
-  const fedkit::ExperimentSpec& spec = experiment.spec;
-  const int64_t num_classes = experiment.data_info.num_classes;
-  FL_RETURN_IF_ERROR(experiment.dataset->CheckAvailable());
-  FL_ASSIGN_OR_RETURN(DatasetSplits data, experiment.dataset->Load());
-  FL_RETURN_IF_ERROR(CheckLabels(data.train, num_classes, "train"));
-  FL_RETURN_IF_ERROR(CheckLabels(data.test, num_classes, "test"));
-  RunData run;
-  if (HasProxy(spec.server().proxy())) {
-    FL_ASSIGN_OR_RETURN(run.proxy, TakeProxy(spec.server().proxy(), num_classes,
-                                             DeriveSeed(spec.seed(), SeedStream::kProxySplit),
-                                             data, &run.proxy_indices));
-    run.proxy = {run.proxy.x.to(experiment.device), run.proxy.y.to(experiment.device)};
-  }
-  FL_ASSIGN_OR_RETURN(run.shares, PartitionTrainingSet(experiment, data));
-  run.train = {data.train.x.to(experiment.device), data.train.y.to(experiment.device)};
-  run.test = {data.test.x.to(experiment.device), data.test.y.to(experiment.device)};
-  return run;
-}
-
 // class_counts.csv: each client's training examples by class, which the report
 // page draws as the partition's heatmap.
 absl::Status WriteClassCounts(const std::string& output_dir, const RunData& data,
@@ -636,45 +544,6 @@ absl::Status WriteClassCounts(const std::string& output_dir, const RunData& data
 int64_t EvalBatchSize(const fedkit::ExperimentSpec& spec) {
   return spec.server().has_eval_batch_size() ? spec.server().eval_batch_size()
                                              : kDefaultEvalBatchSize;
-}
-
-// One model replica per worker thread.
-absl::StatusOr<std::vector<std::unique_ptr<Model>>> NewReplicas(const Experiment& experiment) {
-  std::vector<std::unique_ptr<Model>> replicas;
-  for (int w = 0; w < experiment.threads.workers; ++w) {
-    FL_ASSIGN_OR_RETURN(std::unique_ptr<Model> replica,
-                        NewModel(experiment.spec, experiment.data_info, experiment.device));
-    replicas.push_back(std::move(replica));
-  }
-  return replicas;
-}
-
-// The federation: one LocalClient per share (the shares are moved out of `shares`).
-std::vector<std::unique_ptr<Client>> NewClients(const Experiment& experiment,
-                                                std::vector<std::vector<int64_t>>& shares,
-                                                const Examples* train, LocalTrainer* trainer,
-                                                ReplicaPool* pool) {
-  const fedkit::ExperimentSpec& spec = experiment.spec;
-  std::vector<std::unique_ptr<Client>> clients;
-  for (size_t k = 0; k < shares.size(); ++k) {
-    auto client = std::make_unique<LocalClient>(k, std::move(shares[k]), train, trainer, pool,
-                                                spec.seed());
-    if (spec.server().independent_init()) {
-      const DatasetInfo* info = &experiment.data_info;
-      const c10::Device device = experiment.device;
-      client->set_initial_weights([&spec, info, device, k]() -> absl::StatusOr<ModelState> {
-        // LibTorch's initialisers draw from the global generator: one client at a time.
-        static absl::Mutex mutex;
-        absl::MutexLock lock(&mutex);
-        torch::manual_seed(DeriveSeed(spec.seed(), SeedStream::kInitialModel,
-                                      {static_cast<uint64_t>(k) + 1}));
-        FL_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, NewModel(spec, *info, device));
-        return ModelState::FromModule(*model);
-      });
-    }
-    clients.push_back(std::move(client));
-  }
-  return clients;
 }
 
 // The server's settings from the spec (what it does each round), without the
@@ -767,13 +636,13 @@ void KeepOwnedStates(const Collective* group, const std::vector<int>& client_ran
 
 // Everything a checkpoint needs to write one, from the runner's objects.
 struct CheckpointSources {
-  const fedkit::ExperimentSpec* spec;
-  c10::Device device;
-  Collective* group;
-  const std::vector<int>* client_ranks;
-  ClientStateStore* state_store;
-  Aggregator* aggregator;
-  MetricsSink* sink;
+  const fedkit::ExperimentSpec* spec = nullptr;
+  c10::Device device = c10::kCPU;
+  Collective* group = nullptr;
+  const std::vector<int>* client_ranks = nullptr;
+  ClientStateStore* state_store = nullptr;
+  Aggregator* aggregator = nullptr;
+  MetricsSink* sink = nullptr;
   std::string path;
 };
 
@@ -840,6 +709,108 @@ void WriteReportPage(const fedkit::ExperimentSpec& spec, const std::string& outp
   }
 }
 
+// What a run writes before its first round (not again on resume):
+// output.write_inputs' files, and class_counts.csv for the report page.
+absl::Status WriteStartFiles(const Experiment& experiment, const std::string& output_dir,
+                             const RunData& data, const ModelState& initial) {
+  if (experiment.spec.output().write_inputs()) {
+    FL_RETURN_IF_ERROR(WriteRunInputs(output_dir, data.train.size(), data.shares,
+                                      data.proxy_indices, initial));
+  }
+  return WriteClassCounts(output_dir, data, experiment.data_info.num_classes);
+}
+
+// The server half of a run, assembled around a Federation: the server with its
+// settings and what it lends the aggregator, evaluation on the test split, the
+// metrics sink (rank 0), the one-shot report and checkpoints; then the
+// synchronous round loop from the first round or from a checkpoint.
+class ServerSide {
+ public:
+  ServerSide(Experiment& experiment, Federation& federation, Model& global_model,
+             Collective* group, const std::string& output_dir)
+      : experiment_(experiment),
+        federation_(federation),
+        global_model_(global_model),
+        group_(group),
+        output_dir_(output_dir),
+        eval_batch_(EvalBatchSize(experiment.spec)) {}
+
+  // Opens the sink (rank 0 only writes results) and builds the server.
+  absl::Status Open(bool rank_zero, RoundObserver on_round) {
+    const fedkit::ExperimentSpec& spec = experiment_.spec;
+    if (rank_zero) {
+      FL_ASSIGN_OR_RETURN(sink_, MetricsSink::Open(output_dir_, spec));
+      sink_->AddSummaryField("threads", experiment_.threads.ToJson());
+    }
+    aggregator_ = experiment_.aggregator.get();
+    if (spec.server().one_shot()) {
+      report_ = std::make_unique<OneShotReport>(spec.aggregator().name(), aggregator_,
+                                                std::move(experiment_.comparisons), TestEvaluator(),
+                                                TestPredictorEvaluator(), sink_.get());
+      aggregator_ = report_.get();
+    }
+    checkpoint_sources_ = {&spec,
+                           experiment_.device,
+                           group_,
+                           &federation_.client_ranks(),
+                           &federation_.state_store(),
+                           aggregator_,
+                           sink_.get(),
+                           output_dir_ + "/" + kCheckpointFile};
+    ServerConfig config = ServerConfigFor(spec, experiment_.threads, group_,
+                                          federation_.client_ranks(), federation_.client_sizes());
+    config.on_evaluated = std::move(on_round);
+    config.checkpoint = [this](const ServerProgress& progress) {
+      return WriteRunCheckpoint(checkpoint_sources_, progress);
+    };
+    ServerContext context =
+        ServerContextFor(experiment_, federation_.data().proxy, federation_.num_examples());
+    context.test_accuracy = [evaluate = TestEvaluator()](const ModelState& state)
+        -> absl::StatusOr<double> {
+      FL_ASSIGN_OR_RETURN(Evaluation evaluation, evaluate(state));
+      return evaluation.accuracy;
+    };
+    server_ = std::make_unique<Server>(std::move(config), aggregator_, federation_.TakeClients(),
+                                       std::move(context), TestEvaluator(), sink_.get());
+    server_->set_predictor_evaluator(TestPredictorEvaluator());
+    return absl::OkStatus();
+  }
+
+  // From `initial`, or after `resume`'s last round.
+  absl::StatusOr<ModelState> Run(ModelState initial, const Checkpoint* resume) {
+    if (resume == nullptr) return server_->Run(std::move(initial));
+    return ResumeFrom(*resume, initial, checkpoint_sources_, *server_);
+  }
+
+  const Server& server() const { return *server_; }
+  // Null on ranks other than 0.
+  const MetricsSink* sink() const { return sink_.get(); }
+
+ private:
+  Server::Evaluator TestEvaluator() {
+    return [this](const ModelState& state) {
+      return Evaluate(global_model_, state, federation_.data().test, eval_batch_);
+    };
+  }
+  OneShotReport::PredictorEvaluator TestPredictorEvaluator() {
+    return [this](const Predictor& predict) {
+      return EvaluatePredictor(predict, federation_.data().test, eval_batch_);
+    };
+  }
+
+  Experiment& experiment_;
+  Federation& federation_;
+  Model& global_model_;
+  Collective* group_;
+  const std::string output_dir_;
+  const int64_t eval_batch_;
+  std::unique_ptr<MetricsSink> sink_;
+  Aggregator* aggregator_ = nullptr;
+  std::unique_ptr<OneShotReport> report_;
+  CheckpointSources checkpoint_sources_;
+  std::unique_ptr<Server> server_;
+};
+
 }  // namespace
 
 absl::StatusOr<Evaluation> EvaluateOnTestSplit(
@@ -864,98 +835,35 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
     return absl::FailedPreconditionError(
         "a per-round observer watches a single-process run; simulation.backend C10D has several");
   }
-  const c10::Device device = experiment.device;
-  const DatasetInfo& info = experiment.data_info;
-  const ThreadBudget& threads = experiment.threads;
-  ApplyAndReportThreads(threads);
+  ApplyAndReportThreads(experiment.threads);
   FL_ASSIGN_OR_RETURN(std::unique_ptr<Collective> group, JoinProcessGroup(spec));
   const bool rank_zero = group == nullptr || group->rank() == 0;
 
   FL_ASSIGN_OR_RETURN(RunData data, LoadRunData(experiment));
+  // The global model draws from LibTorch's global generator before the replicas do.
   torch::manual_seed(DeriveSeed(spec.seed(), SeedStream::kInitialModel));
-  FL_ASSIGN_OR_RETURN(std::unique_ptr<Model> global_model, NewModel(spec, info, device));
+  FL_ASSIGN_OR_RETURN(std::unique_ptr<Model> global_model,
+                      NewModel(spec, experiment.data_info, experiment.device));
   FL_ASSIGN_OR_RETURN(ModelState initial, InitialGlobalModel(experiment, *global_model));
-  if (spec.output().write_inputs() && rank_zero && resume == nullptr) {
-    FL_RETURN_IF_ERROR(WriteRunInputs(output_dir, data.train.size(), data.shares,
-                                      data.proxy_indices, initial));
-  }
   if (rank_zero && resume == nullptr) {
-    FL_RETURN_IF_ERROR(WriteClassCounts(output_dir, data, info.num_classes));
+    FL_RETURN_IF_ERROR(WriteStartFiles(experiment, output_dir, data, initial));
   }
   LOG(INFO) << "model " << spec.model().name() << ": " << initial.NumParameters()
             << " parameters, " << initial.NumElements() - initial.NumParameters()
-            << " buffer elements; " << data.shares.size() << " clients on " << device;
+            << " buffer elements; " << data.shares.size() << " clients on " << experiment.device;
+  FL_ASSIGN_OR_RETURN(std::unique_ptr<Federation> federation,
+                      Federation::Assemble(experiment, std::move(data), group.get()));
 
-  FL_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Model>> replicas, NewReplicas(experiment));
-  ReplicaPool pool(std::move(replicas));
-  ClientStateStore state_store;
-  LocalTrainer trainer(spec.client(), experiment.spec_hooks, &state_store,
-                       info.train_augmentation);
-  const SystemModel system(spec.client().system(), spec.seed(), spec.server().rounds());
-  if (spec.client().has_system()) trainer.set_system_model(&system);
-  const FaultModel faults(spec.client().faults(), spec.seed(), spec.partition().num_clients(),
-                          info.num_classes);
-  if (spec.client().faults_size() > 0) trainer.set_fault_model(&faults);
-  std::vector<int64_t> client_sizes;
-  int64_t federation_examples = 0;
-  for (const std::vector<int64_t>& share : data.shares) {
-    client_sizes.push_back(share.size());
-    federation_examples += static_cast<int64_t>(share.size());
-  }
-  const std::vector<int> client_ranks =
-      group != nullptr ? AssignClientsToRanks(client_sizes, group->world_size()) : std::vector<int>();
-  std::vector<std::unique_ptr<Client>> clients =
-      NewClients(experiment, data.shares, &data.train, &trainer, &pool);
-
-  ServerConfig config = ServerConfigFor(spec, threads, group.get(), client_ranks, client_sizes);
-  config.on_evaluated = std::move(on_round);
-  ServerContext context = ServerContextFor(experiment, data.proxy, federation_examples);
-  const int64_t eval_batch = EvalBatchSize(spec);
-  auto evaluate = [&](const ModelState& state) {
-    return Evaluate(*global_model, state, data.test, eval_batch);
-  };
-  auto evaluate_predictor = [&](const Predictor& predict) {
-    return EvaluatePredictor(predict, data.test, eval_batch);
-  };
-  context.test_accuracy = [&](const ModelState& state) -> absl::StatusOr<double> {
-    FL_ASSIGN_OR_RETURN(Evaluation evaluation, evaluate(state));
-    return evaluation.accuracy;
-  };
-
-  // Only rank 0 writes results.
-  std::unique_ptr<MetricsSink> sink;
-  if (rank_zero) {
-    FL_ASSIGN_OR_RETURN(sink, MetricsSink::Open(output_dir, spec));
-    sink->AddSummaryField("threads", threads.ToJson());
-  }
-  Aggregator* aggregator = experiment.aggregator.get();
-  std::unique_ptr<OneShotReport> report;
-  if (spec.server().one_shot()) {
-    report = std::make_unique<OneShotReport>(spec.aggregator().name(), aggregator,
-                                             std::move(experiment.comparisons), evaluate,
-                                             evaluate_predictor, sink.get());
-    aggregator = report.get();
-  }
-  const CheckpointSources checkpoint_sources{&spec,      device,     group.get(),
-                                             &client_ranks, &state_store, aggregator,
-                                             sink.get(), output_dir + "/" + kCheckpointFile};
-  config.checkpoint = [&checkpoint_sources](const ServerProgress& progress) {
-    return WriteRunCheckpoint(checkpoint_sources, progress);
-  };
-
-  Server server(config, aggregator, std::move(clients), std::move(context), evaluate, sink.get());
-  server.set_predictor_evaluator(evaluate_predictor);
-  absl::StatusOr<ModelState> final_model =
-      resume == nullptr ? server.Run(std::move(initial))
-                        : ResumeFrom(*resume, initial, checkpoint_sources, server);
-  FL_RETURN_IF_ERROR(final_model.status());
-  if (!rank_zero) return ExperimentResult{*std::move(final_model), {}, group->rank()};
-  FL_RETURN_IF_ERROR(WriteModelFile(output_dir + "/model.pt", *final_model));
-  if (server.best_model().has_value()) {
-    FL_RETURN_IF_ERROR(WriteModelFile(output_dir + "/best_model.pt", *server.best_model()));
+  ServerSide side(experiment, *federation, *global_model, group.get(), output_dir);
+  FL_RETURN_IF_ERROR(side.Open(rank_zero, std::move(on_round)));
+  FL_ASSIGN_OR_RETURN(ModelState final_model, side.Run(std::move(initial), resume));
+  if (!rank_zero) return ExperimentResult{std::move(final_model), {}, group->rank()};
+  FL_RETURN_IF_ERROR(WriteModelFile(output_dir + "/model.pt", final_model));
+  if (side.server().best_model().has_value()) {
+    FL_RETURN_IF_ERROR(WriteModelFile(output_dir + "/best_model.pt", *side.server().best_model()));
   }
   WriteReportPage(spec, output_dir);
-  return ExperimentResult{*std::move(final_model), sink->rows()};
+  return ExperimentResult{std::move(final_model), side.sink()->rows()};
 }
 
 }  // namespace fl
