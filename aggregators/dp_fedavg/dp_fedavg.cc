@@ -156,6 +156,7 @@ struct AdaptiveClipping {
   double target_quantile = 0.5;
   double learning_rate = 0.2;
   std::optional<double> count_noise_stddev;  // default m / 20
+  std::optional<double> max_clip_norm;       // default: no ceiling
 };
 
 struct DpConfig {
@@ -492,6 +493,9 @@ class DpFedAvg : public fl::Aggregator {
                            : 0.0;
     const double within = (within_ - 0.5 * accepted_ + noise) / c.expected_cohort + 0.5;
     clip_norm_ *= std::exp(-config_.adaptive->learning_rate * (within - config_.adaptive->target_quantile));
+    if (config_.adaptive->max_clip_norm.has_value()) {
+      clip_norm_ = std::min(clip_norm_, *config_.adaptive->max_clip_norm);
+    }
   }
 
   // Composes this round and returns epsilon so far.
@@ -660,6 +664,15 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateDpFedAvg(const DpFedAvgOpt
       if (!(*adaptive.count_noise_stddev > 0) || !std::isfinite(*adaptive.count_noise_stddev)) {
         errors.Add("options.adaptive.count_noise_stddev",
                    absl::StrCat("must be > 0, got ", *adaptive.count_noise_stddev));
+      }
+    }
+    if (a.has_max_clip_norm()) {
+      adaptive.max_clip_norm = a.max_clip_norm();
+      if (!(*adaptive.max_clip_norm >= config.initial_clip_norm) ||
+          !std::isfinite(*adaptive.max_clip_norm)) {
+        errors.Add("options.adaptive.max_clip_norm",
+                   absl::StrCat("must be finite and >= initial_clip_norm (",
+                                config.initial_clip_norm, "), got ", *adaptive.max_clip_norm));
       }
     }
     if (config.local) {

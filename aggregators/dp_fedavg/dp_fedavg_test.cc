@@ -203,6 +203,43 @@ TEST(DpFedAvgTest, AdaptiveClippingFollowsTheTargetQuantile) {
   EXPECT_NEAR(PlannedClipNorm(*faster, global, fresh), std::exp(-0.5 * 0.5), 1e-12);
 }
 
+TEST(DpFedAvgTest, AdaptiveClippingStopsAtItsCeiling) {
+  // No noise, nobody within C = 1: C <- exp(0.2 x 0.5) = 1.105171 per round, so
+  // 1.105171, 1.221403, then the ceiling 1.2 and there it stays; the first
+  // round within C brings it down from the ceiling, 1.2 exp(-0.1).
+  DpFedAvgOptions options;
+  options.set_noise_multiplier(0.0);
+  options.mutable_adaptive()->set_initial_clip_norm(1.0);
+  options.mutable_adaptive()->set_max_clip_norm(1.2);
+  auto aggregator = DpFedAvg(options);
+  fl::ServerContext context = Context(2);
+  const fl::ModelState global = State(0, 0);
+  const std::vector<double> expected = {std::exp(0.1), 1.2, 1.2};
+  for (double planned : expected) {
+    std::vector<fl::ClientUpdate> outside;
+    outside.push_back(Update(State(5, 0), 1, 0, 0.0));
+    outside.push_back(Update(State(6, 0), 1, 1, 0.0));
+    ASSERT_TRUE(Round(*aggregator, global, std::move(outside), context).ok());
+    EXPECT_NEAR(PlannedClipNorm(*aggregator, global, context), planned, 1e-12);
+  }
+  std::vector<fl::ClientUpdate> within;
+  within.push_back(Update(State(0.1f, 0), 1, 0, 1.0));
+  within.push_back(Update(State(0.2f, 0), 1, 1, 1.0));
+  ASSERT_TRUE(Round(*aggregator, global, std::move(within), context).ok());
+  EXPECT_NEAR(PlannedClipNorm(*aggregator, global, context), 1.2 * std::exp(-0.1), 1e-12);
+}
+
+TEST(DpFedAvgTest, AdaptiveClippingRefusesACeilingBelowItsStart) {
+  DpFedAvgOptions options;
+  options.set_noise_multiplier(0.0);
+  options.mutable_adaptive()->set_initial_clip_norm(1.0);
+  options.mutable_adaptive()->set_max_clip_norm(0.5);
+  auto created = Create(options);
+  ASSERT_FALSE(created.ok());
+  EXPECT_THAT(created.status().message(),
+              AllOf(HasSubstr("options.adaptive.max_clip_norm"), HasSubstr("got 0.5")));
+}
+
 TEST(DpFedAvgTest, AdaptiveClippingConvergesToTheQuantileOfAKnownDistribution) {
   // 100 clients a round whose update norms are uniform on [0, 2]: the gamma-quantile
   // is 2 gamma. From C = 0.1, C settles there (mean of the last 100 of 300 rounds
