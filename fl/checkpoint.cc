@@ -41,6 +41,7 @@ void ToRecord(const MetricsRow& row, fedkit::MetricsRowRecord& record) {
   record.set_bytes_up(row.bytes_up);
   record.set_bytes_down(row.bytes_down);
   record.set_seconds(row.seconds);
+  record.set_virtual_seconds(row.virtual_seconds);
   record.set_local_steps(row.local_steps);
   record.mutable_diagnostics()->insert(row.diagnostics.begin(), row.diagnostics.end());
   record.mutable_rejected_by_reason()->insert(row.rejected_by_reason.begin(),
@@ -60,6 +61,7 @@ MetricsRow FromRecord(const fedkit::MetricsRowRecord& record) {
   row.bytes_up = record.bytes_up();
   row.bytes_down = record.bytes_down();
   row.seconds = record.seconds();
+  row.virtual_seconds = record.virtual_seconds();
   row.local_steps = record.local_steps();
   row.diagnostics.insert(record.diagnostics().begin(), record.diagnostics().end());
   row.rejected_by_reason.insert(record.rejected_by_reason().begin(),

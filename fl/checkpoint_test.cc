@@ -42,6 +42,7 @@ Checkpoint Sample() {
   server.pending.clients = 2;
   server.pending.bytes_up = 1LL << 40;
   server.pending.local_steps = 99;
+  server.pending.virtual_seconds = 0.1 + 0.7;  // exactly, not to a few digits
   server.seconds = 12.5;
   server.best_model = SmallModel(2.0);
   server.best_round = 2;
@@ -90,6 +91,7 @@ TEST(CheckpointTest, RoundTripsEverythingExactly) {
   EXPECT_EQ(b.pending.clients, 2);
   EXPECT_EQ(b.pending.bytes_up, 1LL << 40);
   EXPECT_EQ(b.pending.local_steps, 99);
+  EXPECT_EQ(b.pending.virtual_seconds, 0.1 + 0.7);
   EXPECT_EQ(b.seconds, 12.5);
   EXPECT_EQ(b.best_round, 2);
   EXPECT_EQ(b.best_accuracy, 0.625);

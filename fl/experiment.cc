@@ -100,6 +100,53 @@ void ValidateInputFiles(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
   }
 }
 
+// Asynchronous mode's own fields, and what it cannot run with: everything that
+// needs a whole cohort at once (the aggregator's property is checked once it exists).
+void ValidateAsync(const fedkit::ExperimentSpec& spec, int num_clients, ErrorList& errors) {
+  const fedkit::ServerSpec& server = spec.server();
+  const fedkit::AsyncSpec& async = server.async();
+  const std::string path = "server.async.";
+  if (async.concurrency() < 1 || async.concurrency() > std::max(num_clients, 1)) {
+    errors.Add(path + "concurrency",
+               absl::StrCat("must be in [1, partition.num_clients = ", num_clients, "], got ",
+                            async.concurrency()));
+  }
+  if (async.has_buffer_size() && async.buffer_size() < 1) {
+    errors.Add(path + "buffer_size", absl::StrCat("must be >= 1, got ", async.buffer_size()));
+  }
+  if (async.has_mixing_rate()) {
+    if (!(async.mixing_rate() > 0 && async.mixing_rate() <= 1)) {
+      errors.Add(path + "mixing_rate",
+                 absl::StrCat("must be in (0, 1], got ", async.mixing_rate()));
+    }
+    if (async.has_buffer_size() && async.buffer_size() != 1) {
+      errors.Add(path + "buffer_size",
+                 absl::StrCat("must be 1 with mixing_rate (FedAsync mixes each update in as it "
+                              "arrives), got ", async.buffer_size()));
+    }
+  }
+  if (absl::Status staleness = StalenessFromSpec(async.staleness()).Check(path + "staleness");
+      !staleness.ok()) {
+    errors.AddStatus("", staleness);
+  }
+  auto refuse = [&](bool set, const std::string& field, const char* why) {
+    if (set) errors.Add(field, absl::StrCat("excludes server.async: ", why));
+  };
+  refuse(server.one_shot(), "server.one_shot", "one-shot runs aggregate every client at once");
+  refuse(server.has_secure_aggregation(), "server.secure_aggregation",
+         "masks cancel only over a whole cohort");
+  refuse(server.screening().max_norm_to_median() > 0, "server.screening.max_norm_to_median",
+         "the median is a cohort's");
+  refuse(server.cohort_sampling() != fedkit::ServerSpec::FIXED_SIZE, "server.cohort_sampling",
+         "clients are drawn one at a time as others finish");
+  refuse(server.download().kind() != fedkit::CodecSpec::IDENTITY, "server.download",
+         "a lossy download's clients' copy follows synchronous rounds");
+  refuse(spec.simulation().backend() != fedkit::SimulationSpec::IN_PROCESS,
+         "simulation.backend", "asynchronous runs are in-process");
+  refuse(spec.output().checkpoint_every() > 0, "output.checkpoint_every",
+         "the clients in flight are not checkpointed yet");
+}
+
 // What secure aggregation cannot run with: the server sees only the sum, so
 // nothing that needs one client's update, a compressed upload or a second process.
 void ValidateSecureAggregation(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
@@ -266,6 +313,7 @@ void ValidateCore(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
                absl::StrCat("must be 0 (off) or > 1, got ", norm_ratio));
   }
   if (server.has_secure_aggregation()) ValidateSecureAggregation(spec, errors);
+  if (server.has_async()) ValidateAsync(spec, num_clients, errors);
   if (spec.output().checkpoint_every() < 0) {
     errors.Add("output.checkpoint_every",
                absl::StrCat("must be >= 0, got ", spec.output().checkpoint_every()));
@@ -430,6 +478,13 @@ absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec) {
   };
   if (experiment.aggregator != nullptr) {
     check_needs(*experiment.aggregator, spec.aggregator().name());
+    if (spec.server().has_async() && !experiment.aggregator->properties().sums_only) {
+      errors.Add("server.async",
+                 absl::StrCat("aggregator \"", spec.aggregator().name(),
+                              "\" (with these options) does not aggregate through sums alone "
+                              "(it needs a whole cohort at once, or a statistic that is not a "
+                              "sum); asynchronous steps take updates as they arrive"));
+    }
     if (spec.server().has_secure_aggregation() && !experiment.aggregator->properties().sums_only) {
       errors.Add("server.secure_aggregation",
                  absl::StrCat("aggregator \"", spec.aggregator().name(),
@@ -577,6 +632,14 @@ ServerConfig ServerConfigFor(const fedkit::ExperimentSpec& spec, const ThreadBud
   config.collective = group;
   config.client_ranks = std::move(client_ranks);
   config.gather_updates = spec.simulation().c10d().merge() == fedkit::C10dSpec::GATHER;
+  if (spec.server().has_async()) {
+    const fedkit::AsyncSpec& async = spec.server().async();
+    ServerConfig::Async& a = config.async.emplace();
+    a.concurrency = async.concurrency();
+    a.buffer_size = async.has_buffer_size() ? async.buffer_size() : 1;
+    if (async.has_mixing_rate()) a.mixing_rate = async.mixing_rate();
+    a.staleness = StalenessFromSpec(async.staleness());
+  }
   if (spec.server().has_secure_aggregation()) {
     const fedkit::SecureAggregationSpec& secure = spec.server().secure_aggregation();
     SecureAggregationConfig& s = config.secure_aggregation.emplace();
@@ -760,6 +823,9 @@ class ServerSide {
     ServerConfig config = ServerConfigFor(spec, experiment_.threads, group_,
                                           federation_.client_ranks(), federation_.client_sizes());
     config.on_evaluated = std::move(on_round);
+    config.task_seconds = [this](int64_t client, int round, int64_t bytes_down) {
+      return federation_.TaskSeconds(client, round, bytes_down);
+    };
     config.checkpoint = [this](const ServerProgress& progress) {
       return WriteRunCheckpoint(checkpoint_sources_, progress);
     };

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "fl/codec.h"
 #include "fl/data_splits.h"
 #include "fl/local_client.h"
 #include "fl/rank_assignment.h"
@@ -154,7 +155,8 @@ Federation::Federation(const Experiment& experiment, RunData data,
       system_(experiment.spec.client().system(), experiment.spec.seed(),
               experiment.spec.server().rounds()),
       faults_(experiment.spec.client().faults(), experiment.spec.seed(),
-              experiment.spec.partition().num_clients(), experiment.data_info.num_classes) {
+              experiment.spec.partition().num_clients(), experiment.data_info.num_classes),
+      training_(experiment.spec.client()) {
   const fedkit::ExperimentSpec& spec = experiment.spec;
   if (spec.client().has_system()) trainer_.set_system_model(&system_);
   if (spec.client().faults_size() > 0) trainer_.set_fault_model(&faults_);
@@ -163,7 +165,19 @@ Federation::Federation(const Experiment& experiment, RunData data,
     num_examples_ += static_cast<int64_t>(share.size());
   }
   if (group != nullptr) client_ranks_ = AssignClientsToRanks(client_sizes_, group->world_size());
+  {
+    const ModelState shape = ModelState::FromModule(pool_.Acquire()->model());
+    upload_bytes_ = spec.client().upload().kind() == fedkit::CodecSpec::IDENTITY
+                        ? shape.NumBytes()
+                        : Encode(shape, CodecFromSpec(spec.client().upload())).bytes;
+  }
   clients_ = NewClients(experiment, data_.shares, &data_.train, &trainer_, &pool_);
+}
+
+double Federation::TaskSeconds(int64_t client, int round, int64_t bytes_down) const {
+  return system_.TaskSeconds(client, round,
+                             PlannedSteps(training_, client_sizes_[static_cast<size_t>(client)]),
+                             bytes_down, upload_bytes_);
 }
 
 std::vector<std::unique_ptr<Client>> Federation::TakeClients() {

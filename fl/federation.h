@@ -83,6 +83,14 @@ class Federation {
   // The clients, in id order, for the loop that runs them; once.
   std::vector<std::unique_ptr<Client>> TakeClients();
 
+  // Client `client`'s time on the virtual clock for its task in `round`
+  // (SystemModel::TaskSeconds): its planned local steps from its data and
+  // client.epochs or client.steps (a hook that holds examples out is not
+  // counted), and an upload the size of the model under client.upload (a hook's
+  // extra tensors are not counted), so that a client's time is known when it
+  // starts and is the same in every mode.
+  double TaskSeconds(int64_t client, int round, int64_t bytes_down) const;
+
  private:
   Federation(const Experiment& experiment, RunData data,
              std::vector<std::unique_ptr<Model>> replicas, const Collective* group);
@@ -95,6 +103,9 @@ class Federation {
   const FaultModel faults_;
   std::vector<int64_t> client_sizes_;
   int64_t num_examples_ = 0;
+  const fedkit::ClientTrainingSpec training_;
+  // An update's size on the virtual clock (see TaskSeconds).
+  int64_t upload_bytes_ = 0;
   std::vector<int> client_ranks_;
   std::vector<std::unique_ptr<Client>> clients_;
 };

@@ -211,8 +211,7 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
   const auto num_examples = static_cast<int64_t>(train_indices.size());
   const int64_t batch_size = std::min<int64_t>(spec.batch_size(), num_examples);
   const int64_t batches_per_epoch = (num_examples + batch_size - 1) / batch_size;
-  const int64_t planned_steps =
-      spec.has_steps() ? spec.steps() : static_cast<int64_t>(spec.epochs()) * batches_per_epoch;
+  const int64_t planned_steps = PlannedSteps(spec, num_examples);
   const int64_t total_steps =
       system == nullptr ? planned_steps
                         : system->CompletedSteps(input.client_id, input.round, planned_steps);
@@ -354,6 +353,13 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
 }
 
 }  // namespace
+
+int64_t PlannedSteps(const fedkit::ClientTrainingSpec& spec, int64_t num_examples) {
+  if (spec.has_steps()) return spec.steps();
+  if (num_examples <= 0) return 0;
+  const int64_t batch_size = std::min<int64_t>(spec.batch_size(), num_examples);
+  return static_cast<int64_t>(spec.epochs()) * ((num_examples + batch_size - 1) / batch_size);
+}
 
 LocalTrainer::LocalTrainer(fedkit::ClientTrainingSpec spec, std::vector<HookRequest> spec_hooks,
                            ClientStateStore* state_store, ImageAugmentation augmentation)

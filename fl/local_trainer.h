@@ -37,6 +37,10 @@ struct LocalTrainingInput {
   const std::vector<int64_t>* indices = nullptr;
 };
 
+// The local steps `spec` asks of a client with `num_examples` training examples:
+// client.steps, or client.epochs passes of ceil(num_examples / batch) batches.
+int64_t PlannedSteps(const fedkit::ClientTrainingSpec& spec, int64_t num_examples);
+
 class LocalTrainer {
  public:
   // `spec_hooks` run on every client after the plan's hooks. `state_store` must

@@ -105,7 +105,8 @@ absl::Status MetricsSink::AddRow(const MetricsRow& row) {
   return metrics_.Add(
       absl::StrCat(row.round, ",", Number(row.test_accuracy), ",", Number(row.test_loss), ",",
                    Number(row.train_loss), ",", row.clients, ",", row.rejected, ",",
-                   row.incomplete, ",", row.dropped, ",", row.bytes_up, ",", row.bytes_down, ",", absl::StrFormat("%.3f", row.seconds)),
+                   row.incomplete, ",", row.dropped, ",", row.bytes_up, ",", row.bytes_down, ",", absl::StrFormat("%.3f", row.seconds), ",",
+                   absl::StrFormat("%.3f", row.virtual_seconds)),
       ColumnsOf(row));
 }
 
@@ -120,7 +121,8 @@ std::map<std::string, double> MetricsSink::ScalarsOf(const MetricsRow& row) {
       {"metrics/dropped", row.dropped},
       {"metrics/bytes_up", static_cast<double>(row.bytes_up)},
       {"metrics/bytes_down", static_cast<double>(row.bytes_down)},
-      {"metrics/seconds", row.seconds}};
+      {"metrics/seconds", row.seconds},
+      {"metrics/virtual_seconds", row.virtual_seconds}};
   // As in metrics.csv: a reason's counter from its first rejection on, 0 where
   // a row has none.
   for (const auto& [reason, count] : row.rejected_by_reason) rejection_reasons_.insert(reason);
@@ -164,6 +166,7 @@ absl::Status MetricsSink::WriteSummary(double wall_seconds, int rounds) const {
       "  \"bytes_down\": ", final_row.bytes_down, ",\n",
       "  \"local_steps\": ", final_row.local_steps, ",\n",
       "  \"wall_seconds\": ", absl::StrFormat("%.3f", wall_seconds), ",\n",
+      "  \"virtual_seconds\": ", absl::StrFormat("%.3f", final_row.virtual_seconds), ",\n",
       "  \"peak_rss_mb\": ", absl::StrFormat("%.1f", PeakRssBytes() / 1048576.0));
   for (const auto& [name, value] : extra_summary_) {
     absl::StrAppend(&json, ",\n  \"", name, "\": ", value);

@@ -5,7 +5,7 @@
 //   spec.textproto  the resolved spec (after --set overrides), written first
 //   metrics.csv     one row per evaluated round: round, test_accuracy, test_loss,
 //                   train_loss, clients, rejected, incomplete, dropped, bytes_up,
-//                   bytes_down, seconds,
+//                   bytes_down, seconds, virtual_seconds,
 //                   then, sorted by name, the aggregator's diagnostics and a
 //                   rejected_<reason> counter for every reason an update has
 //                   been rejected for so far (0 where none)
@@ -18,7 +18,8 @@
 //                   numbers for TensorBoard: metrics/<column> and
 //                   rejected/<reason> per evaluated round, diagnostics/<name>
 //                   per round, and the spec as text (fl/tensorboard/)
-// bytes_up, bytes_down and seconds are cumulative since the start; clients and
+// bytes_up, bytes_down, seconds and virtual_seconds (the virtual clock's time,
+// fl/system_model.h) are cumulative since the start; clients and
 // rejected count the updates of every round since the previous row (so none is
 // lost when eval_every > 1); the rest describe the row's round. Each row is
 // appended and flushed as it comes; only a diagnostic's first appearance rewrites
@@ -79,6 +80,7 @@ struct MetricsRow {
   int64_t bytes_up = 0;
   int64_t bytes_down = 0;
   double seconds = 0.0;
+  double virtual_seconds = 0.0;
   // Local optimiser steps of the accepted updates, cumulative (summary.json only).
   int64_t local_steps = 0;
   // `rejected` by reason (see Server): a column rejected_<reason> each, from the
@@ -114,7 +116,7 @@ class MetricsSink {
       : dir_(dir),
         metrics_(dir + "/metrics.csv",
                  "round,test_accuracy,test_loss,train_loss,clients,rejected,incomplete,dropped,"
-                 "bytes_up,bytes_down,seconds",
+                 "bytes_up,bytes_down,seconds,virtual_seconds",
                  "rejected_"),
         diagnostics_(dir + "/diagnostics.csv", "round") {}
 

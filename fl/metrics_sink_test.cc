@@ -23,7 +23,7 @@ using ::testing::Not;
 
 constexpr char kHeader[] =
     "round,test_accuracy,test_loss,train_loss,clients,rejected,incomplete,dropped,bytes_up,"
-    "bytes_down,seconds";
+    "bytes_down,seconds,virtual_seconds";
 
 // A fresh directory path (not created) under the test's temporary directory.
 std::string OutputDir(const std::string& name) {
@@ -171,10 +171,11 @@ TEST(MetricsSinkTest, OneRowWithoutDiagnostics) {
   row.bytes_up = 123456789012;  // integers are printed whole
   row.bytes_down = 42;
   row.seconds = 2.0 / 3.0;  // %.3f -> 0.667
+  row.virtual_seconds = 12345.6789;  // %.3f -> 12345.679
   ASSERT_TRUE(sink->AddRow(row).ok());
   EXPECT_EQ(ReadFile(dir + "/metrics.csv"),
             std::string(kHeader) + "\n" +
-                "3,0.8125,0.333333,1.23457e+08,10,2,4,1,123456789012,42,0.667\n");
+                "3,0.8125,0.333333,1.23457e+08,10,2,4,1,123456789012,42,0.667,12345.679\n");
   EXPECT_EQ(sink->rows().size(), 1);
 }
 
@@ -196,7 +197,7 @@ TEST(MetricsSinkTest, DiagnosticColumnsAreSortedAndBackfilled) {
   first.diagnostics = {{"zeta", 0.125}};
   ASSERT_TRUE(sink->AddRow(first).ok());
   EXPECT_EQ(ReadFile(dir + "/metrics.csv"),
-            std::string(kHeader) + ",zeta\n" + "1,0.5,1.25,2,10,0,0,0,1000,2000,1.500,0.125\n");
+            std::string(kHeader) + ",zeta\n" + "1,0.5,1.25,2,10,0,0,0,1000,2000,1.500,0.000,0.125\n");
 
   MetricsRow second;
   second.round = 2;
@@ -212,8 +213,8 @@ TEST(MetricsSinkTest, DiagnosticColumnsAreSortedAndBackfilled) {
   ASSERT_TRUE(sink->AddRow(second).ok());
   EXPECT_EQ(ReadFile(dir + "/metrics.csv"),
             std::string(kHeader) + ",alpha,mid,zeta\n" +
-                "1,0.5,1.25,2,10,0,0,0,1000,2000,1.500,,,0.125\n" +
-                "2,0.75,0.5,1,9,1,0,0,3000,4000,3.250,2,-1e-07,0.25\n");
+                "1,0.5,1.25,2,10,0,0,0,1000,2000,1.500,0.000,,,0.125\n" +
+                "2,0.75,0.5,1,9,1,0,0,3000,4000,3.250,0.000,2,-1e-07,0.25\n");
 
   // A row without any diagnostics leaves all their cells empty.
   MetricsRow third;
@@ -222,9 +223,9 @@ TEST(MetricsSinkTest, DiagnosticColumnsAreSortedAndBackfilled) {
   ASSERT_TRUE(sink->AddRow(third).ok());
   EXPECT_EQ(ReadFile(dir + "/metrics.csv"),
             std::string(kHeader) + ",alpha,mid,zeta\n" +
-                "1,0.5,1.25,2,10,0,0,0,1000,2000,1.500,,,0.125\n" +
-                "2,0.75,0.5,1,9,1,0,0,3000,4000,3.250,2,-1e-07,0.25\n" +
-                "3,0,0,0,0,0,0,0,0,0,4.000,,,\n");
+                "1,0.5,1.25,2,10,0,0,0,1000,2000,1.500,0.000,,,0.125\n" +
+                "2,0.75,0.5,1,9,1,0,0,3000,4000,3.250,0.000,2,-1e-07,0.25\n" +
+                "3,0,0,0,0,0,0,0,0,0,4.000,0.000,,,\n");
   EXPECT_EQ(sink->rows().size(), 3);
 }
 
@@ -243,6 +244,7 @@ TEST(MetricsSinkTest, SummaryOverTwelveRows) {
     row.bytes_up = 100 * (i + 1);
     row.bytes_down = 1000 * (i + 1);
     row.seconds = i + 1;
+    row.virtual_seconds = 10.5 * (i + 1);
     ASSERT_TRUE(sink->AddRow(row).ok());
   }
   ASSERT_TRUE(sink->WriteSummary(/*wall_seconds=*/12.3456, /*rounds=*/12).ok());
@@ -258,6 +260,7 @@ TEST(MetricsSinkTest, SummaryOverTwelveRows) {
   EXPECT_THAT(json, HasSubstr("\"bytes_up\": 1200,"));
   EXPECT_THAT(json, HasSubstr("\"bytes_down\": 12000,"));
   EXPECT_THAT(json, HasSubstr("\"wall_seconds\": 12.346"));
+  EXPECT_THAT(json, HasSubstr("\"virtual_seconds\": 126.000,"));
   EXPECT_THAT(json, Not(HasSubstr("\"best_round\": 9")));
 }
 

@@ -25,6 +25,8 @@ enum class SeedStream : uint64_t {
   kSystem = 10,
   kFault = 11,
   kSecureAggregation = 12,
+  kBandwidth = 13,
+  kAsyncDispatch = 14,
 };
 
 // SplitMix64 finaliser over the seed, the stream and each extra value in turn.

@@ -19,38 +19,12 @@
 #include "fl/process_stats.h"
 #include "fl/seeding.h"
 #include "fl/status_macros.h"
+#include "fl/update_triage.h"
 #include "fl/wire.h"
 #include "glog/logging.h"
 
 namespace fl {
 namespace {
-
-// Why an update cannot be averaged in: a reason (a metrics.csv column suffix) and
-// the message; an empty reason when it can.
-struct Verdict {
-  std::string reason;
-  absl::Status status;
-};
-
-Verdict CheckUpdate(const ModelState& global, const ClientUpdate& update) {
-  if (absl::Status layout = global.CheckSameLayout(update.delta); !layout.ok()) {
-    return {"shape", absl::InvalidArgumentError(absl::StrCat("delta: ", layout.message()))};
-  }
-  if (!update.delta.AllFinite()) {
-    return {"non_finite", absl::InvalidArgumentError("delta is not finite")};
-  }
-  for (const auto& [name, extra] : update.extras) {
-    if (!extra.AllFinite()) {
-      return {"non_finite",
-              absl::InvalidArgumentError(absl::StrCat("extra \"", name, "\" is not finite"))};
-    }
-  }
-  if (update.num_examples <= 0) {
-    return {"num_examples",
-            absl::InvalidArgumentError(absl::StrCat("num_examples is ", update.num_examples))};
-  }
-  return {};
-}
 
 // Why an update is rejected, as metrics.csv names it ("rejected_<reason>").
 constexpr const char* kRejectionReasons[] = {"training",     "shape", "non_finite",
@@ -175,6 +149,8 @@ class Server::Round {
   const int rank_;
   const std::vector<int> cohort_;
   RoundPlan plan_;
+  // What each client receives: the model (or its encoded change) and the plan's tensors.
+  int64_t bytes_down_each_ = 0;
   bool screen_norms_ = false;
   bool reduce_ = false;
   bool gather_ = false;
@@ -222,6 +198,9 @@ absl::Status Server::Round::Configure() {
   server_.SetStage(round_, "configuring");
   server_.EnterPhase(RoundPhase::kServer);
   FL_ASSIGN_OR_RETURN(plan_, server_.aggregator_->Configure(global_, context));
+  bytes_down_each_ =
+      (server_.lossy_download() ? server_.progress_.download_bytes : global_.NumBytes()) +
+      NumBytes(plan_.broadcast);
 
   // With norm screening, the updates that pass the other checks wait (in cohort
   // order) until the round's median norm is known: a distributed run then
@@ -347,6 +326,11 @@ void Server::Round::Acknowledge(size_t i, bool verdict) {
   accepted_[i] = verdict;
   // A client owned here hears the verdict at once; the others through SendVerdicts.
   if (owned(i)) server_.clients_[cohort_[i]]->Acknowledge(verdict);
+  if (verdict && server_.config_.task_seconds) {
+    outcome_.virtual_seconds = std::max(
+        outcome_.virtual_seconds,
+        server_.config_.task_seconds(server_.clients_[cohort_[i]]->id(), round_, bytes_down_each_));
+  }
 }
 
 void Server::Round::Reject(size_t i, const std::string& reason, const absl::Status& status) {
@@ -376,40 +360,27 @@ void Server::Round::Accumulate(size_t i, ClientUpdate update) {
 
 void Server::Round::ConsumeUpdates() {
   const ServerConfig& config = server_.config_;
-  const int64_t bytes_down_each =
-      (server_.lossy_download() ? server_.progress_.download_bytes : global_.NumBytes()) +
-      NumBytes(plan_.broadcast);
   if (!consumed_.empty()) server_.SetStage(round_, "accumulating");
   for (size_t i : consumed_) {
     absl::StatusOr<ClientUpdate> update = Take(i);
-    outcome_.bytes_down += bytes_down_each;
-    if (!update.ok()) {
-      Reject(i, "training", update.status());
-      continue;
-    }
-    if (update->planned_steps > 0 && update->local_steps == 0) {
-      ++outcome_.dropped;
-      Acknowledge(i, false);
-      continue;
-    }
+    outcome_.bytes_down += bytes_down_each_;
     // Under secure aggregation the protocol's bytes are counted instead.
-    if (!secure()) outcome_.bytes_up += update->bytes_sent;
-    if (Verdict verdict = CheckUpdate(global_, *update); !verdict.status.ok()) {
-      Reject(i, verdict.reason, verdict.status);
-      continue;
-    }
-    if (update->local_steps < update->planned_steps) {
-      ++outcome_.incomplete;
-      if (config.incomplete == ServerConfig::Incomplete::kDrop) {
+    if (update.ok() && !secure()) outcome_.bytes_up += update->bytes_sent;
+    const Triage triage = TriageUpdate(global_, config.incomplete, update);
+    outcome_.incomplete += triage.incomplete;
+    switch (triage.kind) {
+      case Triage::Kind::kRejected:
+        Reject(i, triage.reason, triage.status);
+        continue;
+      case Triage::Kind::kDropped:
+        ++outcome_.dropped;
         Acknowledge(i, false);
         continue;
-      }
-      if (config.incomplete == ServerConfig::Incomplete::kScale) {
-        // EFL's p_k = E p^k / s_k, for any aggregator: the parameters' step scaled.
-        const double scale = static_cast<double>(update->planned_steps) / update->local_steps;
-        // Parameters times scale (in place: + (scale - 1) x itself); buffers as they are.
-        update->delta.Axpy(scale - 1.0, 0.0, ModelState(update->delta));
-      }
+      case Triage::Kind::kLeftOut:
+        Acknowledge(i, false);
+        continue;
+      case Triage::Kind::kAccept:
+        break;
     }
     if (screen_norms_) {
       held_.emplace_back(i, *std::move(update));
@@ -508,13 +479,15 @@ absl::Status Server::Round::SendVerdicts() {
   server_.SetStage(round_, "receiving verdicts from rank 0");
   std::vector<at::Tensor> verdicts{
       at::from_blob(accepted_.data(), {static_cast<int64_t>(accepted_.size())}, at::kByte).clone(),
-      at::tensor({static_cast<int64_t>(outcome_.accepted)}, at::kLong)};
+      at::tensor({static_cast<int64_t>(outcome_.accepted)}, at::kLong),
+      at::tensor({outcome_.virtual_seconds}, at::kDouble)};
   FL_RETURN_IF_ERROR(group_->Broadcast(verdicts));
   if (rank_ == 0) return absl::OkStatus();
   for (size_t i : own_) {
     server_.clients_[cohort_[i]]->Acknowledge(verdicts[0][i].item<uint8_t>() != 0);
   }
   outcome_.accepted = static_cast<int>(verdicts[1].item<int64_t>());
+  outcome_.virtual_seconds = verdicts[2].item<double>();
   if (outcome_.accepted == 0 && first_error_.ok()) {
     first_error_ = absl::InternalError("rank 0 has the details");
   }
@@ -540,6 +513,10 @@ absl::Status Server::Round::ReducePartialSums() {
   for (const char* reason : kRejectionReasons) {
     counters.push_back(o.rejected_by_reason.count(reason) ? o.rejected_by_reason[reason] : 0);
   }
+  // The slowest accepted client of each rank, in that rank's slot (a sum of maxima).
+  const size_t clock_slots = counters.size();
+  counters.resize(clock_slots + group_->world_size(), 0.0);
+  counters[clock_slots + rank_] = o.virtual_seconds;
   tensors.push_back(at::tensor(counters, at::kDouble));
   FL_RETURN_IF_ERROR(group_->AllReduceSum(tensors));
   const at::Tensor total = tensors.back();
@@ -562,6 +539,8 @@ absl::Status Server::Round::ReducePartialSums() {
   for (size_t r = 0; r < std::size(kRejectionReasons); ++r) {
     if (count(10 + r) > 0) o.rejected_by_reason[kRejectionReasons[r]] = count(10 + r);
   }
+  o.virtual_seconds =
+      total.slice(0, static_cast<int64_t>(clock_slots)).max().item<double>();
   if (rank_ == 0 && o.accepted > 0) {
     FL_RETURN_IF_ERROR(server_.aggregator_->MergePartialSums(std::move(sums)));
   }
@@ -704,64 +683,76 @@ absl::StatusOr<ModelState> Server::Resume(ServerProgress start) {
   return RunFrom();
 }
 
-absl::StatusOr<ModelState> Server::RunFrom() {
-  const auto start = std::chrono::steady_clock::now();
-  const double seconds_before = progress_.seconds;
-  auto elapsed = [&] {
-    return seconds_before +
-           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  ModelState& global = progress_.global;
+double Server::Elapsed() const {
+  return seconds_before_ +
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+}
+
+absl::StatusOr<bool> Server::CloseRound(int round, const RoundOutcome& outcome) {
   MetricsRow& row = progress_.pending;
-  auto checkpoint = [&](int round) -> absl::Status {
-    progress_.rounds_done = round;
-    progress_.seconds = elapsed();
-    return config_.checkpoint ? config_.checkpoint(progress_) : absl::OkStatus();
-  };
-  int rounds_run = config_.rounds;  // fewer when on_evaluated ends the run
-  for (int round = progress_.rounds_done + 1; round <= config_.rounds; ++round) {
-    FL_ASSIGN_OR_RETURN(RoundOutcome outcome, RunRound(round, global));
-    row.bytes_up += outcome.bytes_up;
-    row.bytes_down += outcome.bytes_down;
-    row.local_steps += outcome.local_steps;
-    // Counted every round, reported (and reset) with the next row.
-    row.clients += outcome.accepted;
-    row.rejected += outcome.rejected;
-    for (const auto& [reason, count] : outcome.rejected_by_reason) {
-      row.rejected_by_reason[reason] += count;
-    }
-    row.incomplete += outcome.incomplete;
-    row.dropped += outcome.dropped;
-    const int first = config_.first_eval_round > 0 ? config_.first_eval_round : config_.eval_every;
-    const bool scheduled = round >= first && (round - first) % config_.eval_every == 0;
-    if (is_rank_zero()) {
-      SetStage(round, "evaluating");
-      FL_RETURN_IF_ERROR(sink_->AddDiagnostics(round, context_.diagnostics));
-      if (scheduled || round == config_.rounds) {
-        FL_RETURN_IF_ERROR(Evaluate(round, outcome, elapsed()));
-        if (config_.on_evaluated && !config_.on_evaluated(sink_->rows().back(), ModelInUse())) {
-          rounds_run = round;
-          break;
-        }
+  row.virtual_seconds += outcome.virtual_seconds;
+  row.bytes_up += outcome.bytes_up;
+  row.bytes_down += outcome.bytes_down;
+  row.local_steps += outcome.local_steps;
+  // Counted every round, reported (and reset) with the next row.
+  row.clients += outcome.accepted;
+  row.rejected += outcome.rejected;
+  for (const auto& [reason, count] : outcome.rejected_by_reason) {
+    row.rejected_by_reason[reason] += count;
+  }
+  row.incomplete += outcome.incomplete;
+  row.dropped += outcome.dropped;
+  const int first = config_.first_eval_round > 0 ? config_.first_eval_round : config_.eval_every;
+  const bool scheduled = round >= first && (round - first) % config_.eval_every == 0;
+  if (is_rank_zero()) {
+    SetStage(round, "evaluating");
+    FL_RETURN_IF_ERROR(sink_->AddDiagnostics(round, context_.diagnostics));
+    if (scheduled || round == config_.rounds) {
+      FL_RETURN_IF_ERROR(Evaluate(round, outcome, Elapsed()));
+      if (config_.on_evaluated && !config_.on_evaluated(sink_->rows().back(), ModelInUse())) {
+        return true;
       }
     }
-    bool stop = config_.stop_requested && config_.stop_requested();
-    if (config_.collective != nullptr) {
-      // A signal may reach some processes only: one stops, all stop.
-      SetStage(round, "agreeing whether to stop");
-      std::vector<at::Tensor> votes{at::tensor({stop ? 1 : 0}, at::kLong)};
-      FL_RETURN_IF_ERROR(config_.collective->AllReduceSum(votes));
-      stop = votes[0].item<int64_t>() > 0;
-    }
-    const bool due = config_.checkpoint_every > 0 &&
-                     (round % config_.checkpoint_every == 0 || round == config_.rounds);
-    if (stop || due) FL_RETURN_IF_ERROR(checkpoint(round));
-    if (stop && round < config_.rounds) {
-      return absl::CancelledError(absl::StrCat("stopped on request after round ", round, " of ",
-                                               config_.rounds));
+  }
+  bool stop = config_.stop_requested && config_.stop_requested();
+  if (config_.collective != nullptr) {
+    // A signal may reach some processes only: one stops, all stop.
+    SetStage(round, "agreeing whether to stop");
+    std::vector<at::Tensor> votes{at::tensor({stop ? 1 : 0}, at::kLong)};
+    FL_RETURN_IF_ERROR(config_.collective->AllReduceSum(votes));
+    stop = votes[0].item<int64_t>() > 0;
+  }
+  const bool due = config_.checkpoint_every > 0 &&
+                   (round % config_.checkpoint_every == 0 || round == config_.rounds);
+  if (stop || due) {
+    progress_.rounds_done = round;
+    progress_.seconds = Elapsed();
+    if (config_.checkpoint) FL_RETURN_IF_ERROR(config_.checkpoint(progress_));
+  }
+  if (stop && round < config_.rounds) {
+    return absl::CancelledError(
+        absl::StrCat("stopped on request after round ", round, " of ", config_.rounds));
+  }
+  return false;
+}
+
+absl::StatusOr<ModelState> Server::RunFrom() {
+  started_ = std::chrono::steady_clock::now();
+  seconds_before_ = progress_.seconds;
+  int rounds_run = config_.rounds;  // fewer when on_evaluated ends the run
+  if (config_.async.has_value()) {
+    FL_ASSIGN_OR_RETURN(rounds_run, RunAsync());
+  } else {
+    for (int round = progress_.rounds_done + 1; round <= config_.rounds; ++round) {
+      FL_ASSIGN_OR_RETURN(RoundOutcome outcome, RunRound(round, progress_.global));
+      FL_ASSIGN_OR_RETURN(const bool ended, CloseRound(round, outcome));
+      if (ended) {
+        rounds_run = round;
+        break;
+      }
     }
   }
-  progress_.seconds = elapsed();
+  progress_.seconds = Elapsed();
   if (config_.collective != nullptr) FL_RETURN_IF_ERROR(ReportRanks());
   if (is_rank_zero()) {
     for (const auto& [name, json] : context_.summary) sink_->AddSummaryField(name, json);

@@ -20,6 +20,7 @@
 // aggregator's state go from rank 0 to the others, and each client's verdict to
 // its owner.
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -36,6 +37,8 @@
 #include "fl/metrics_sink.h"
 #include "fl/model_state.h"
 #include "fl/secure_aggregation.h"
+#include "fl/staleness.h"
+#include "fl/update_triage.h"
 
 namespace fl {
 
@@ -75,7 +78,7 @@ struct ServerConfig {
   int first_eval_round = 0;
   bool one_shot = false;
   // What happens to an update with fewer local steps than planned.
-  enum class Incomplete { kKeep, kDrop, kScale };
+  using Incomplete = IncompleteUpdates;
   Incomplete incomplete = Incomplete::kKeep;
   // Rejects updates whose norm exceeds this multiple of the round's median update
   // norm (ServerSpec.screening); 0: off.
@@ -117,6 +120,25 @@ struct ServerConfig {
   // new_aggregator. In-process runs without norm screening only.
   std::optional<SecureAggregationConfig> secure_aggregation;
   std::function<absl::StatusOr<std::unique_ptr<Aggregator>>()> new_aggregator;
+  // The virtual clock: client `client`'s seconds for its task in `round` when it
+  // receives `bytes_down` (fl/system_model.h). A round lasts until its last
+  // accepted client; metrics rows carry the sum. Unset: the clock stands still.
+  std::function<double(int64_t client, int round, int64_t bytes_down)> task_seconds;
+  // Asynchronous mode (fl/async_loop.cc): clients train and report on the virtual
+  // clock (task_seconds required), and the server steps every buffer_size
+  // accepted updates; `rounds` counts those steps, clients_per_round is unused.
+  // In-process runs with an aggregator whose accumulation is a sum, without norm
+  // screening, secure aggregation, a lossy download or one-shot mode (the runner
+  // checks the spec; Run refuses the rest).
+  struct Async {
+    // Clients in flight at any time.
+    int concurrency = 1;
+    int buffer_size = 1;
+    // FedAsync's mixing rate; unset: FedBuff.
+    std::optional<double> mixing_rate;
+    Staleness staleness;
+  };
+  std::optional<Async> async;
 };
 
 class Server {
@@ -165,18 +187,31 @@ class Server {
     int64_t bytes_up = 0;
     int64_t bytes_down = 0;
     int64_t local_steps = 0;
+    // The round's length on the virtual clock: its slowest accepted client's time.
+    double virtual_seconds = 0.0;
   };
 
   // One round's state and steps (fl/server.cc).
   class Round;
+  // The asynchronous loop (fl/async_loop.cc), and running it: the steps after
+  // progress_.rounds_done; returns the steps run.
+  class AsyncLoop;
+  absl::StatusOr<int> RunAsync();
 
   // The round's cohort positions, sorted (ServerConfig says how they are drawn).
   std::vector<int> DrawCohort(int num_clients, int round) const;
   // Samples, trains, screens and accumulates the cohort's updates, and finalises
   // the new global model: Round's steps in order.
   absl::StatusOr<RoundOutcome> RunRound(int round, ModelState& global);
-  // The rounds after progress_.rounds_done.
+  // The rounds (or asynchronous steps) after progress_.rounds_done.
   absl::StatusOr<ModelState> RunFrom();
+  // After round (or asynchronous step) `round`: its counts into the pending row,
+  // its diagnostics, evaluation when scheduled, the stop vote and a checkpoint
+  // when due. True when on_evaluated ends the run here; kCancelled when a stop
+  // was requested before the last round.
+  absl::StatusOr<bool> CloseRound(int round, const RoundOutcome& outcome);
+  // Wall seconds of the run, those before a resume included.
+  double Elapsed() const;
   // Evaluates round `round`'s model and writes its metrics row.
   absl::Status Evaluate(int round, const RoundOutcome& outcome, double seconds);
   // Rank 0's model, clients' copy, download size and aggregator state, copied to
@@ -207,6 +242,8 @@ class Server {
   // holds (what the server's model minus it still owes them is the error-feedback
   // residual).
   ServerProgress progress_;
+  std::chrono::steady_clock::time_point started_;
+  double seconds_before_ = 0.0;
 };
 
 }  // namespace fl

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -214,6 +215,38 @@ TEST_F(ServerTest, NonFiniteFailedAndMisshapenUpdatesAreRejectedAndCounted) {
   }
 }
 
+// The virtual clock: a round lasts until its slowest accepted client; a rejected
+// or dropped client, however slow, does not hold it up.
+TEST_F(ServerTest, ARoundLastsUntilItsSlowestAcceptedClient) {
+  for (int workers : {1, 3}) {
+    std::vector<std::unique_ptr<Client>> clients;
+    for (int k = 0; k < 4; ++k) clients.push_back(std::make_unique<FakeClient>(k, 1.0f, 10));
+    static_cast<FakeClient*>(clients[2].get())->broken_shape = true;
+    static_cast<FakeClient*>(clients[3].get())->steps = 0;
+    SumAggregator aggregator;
+    auto sink = Sink(absl::StrCat("clock", workers));
+    ServerConfig config{.rounds = 2, .clients_per_round = 4, .workers = workers};
+    std::vector<std::tuple<int64_t, int, int64_t>> asked;
+    absl::Mutex mutex;
+    config.task_seconds = [&](int64_t client, int round, int64_t bytes_down) {
+      absl::MutexLock lock(&mutex);
+      asked.emplace_back(client, round, bytes_down);
+      // Client 1 is the slowest accepted one: 7 s in round 1, 8 s in round 2.
+      const double seconds[] = {3.0, 6.0 + round, 50.0, 90.0};
+      return seconds[client];
+    };
+    Server server(config, &aggregator, std::move(clients), ServerContext(), Evaluate, sink.get());
+    ASSERT_TRUE(server.Run(Zero()).ok());
+    ASSERT_EQ(sink->rows().size(), 2);
+    EXPECT_DOUBLE_EQ(sink->rows()[0].virtual_seconds, 7.0);
+    EXPECT_DOUBLE_EQ(sink->rows()[1].virtual_seconds, 7.0 + 8.0);  // cumulative
+    // Asked for the accepted clients only, with the 2-float model's 8 bytes.
+    std::sort(asked.begin(), asked.end());
+    EXPECT_THAT(asked, ::testing::ElementsAre(std::make_tuple(0, 1, 8), std::make_tuple(0, 2, 8),
+                                              std::make_tuple(1, 1, 8), std::make_tuple(1, 2, 8)));
+  }
+}
+
 // Norm screening against the round's median: an update far above it never reaches
 // the aggregator, whatever the number of workers, and is counted as "norm".
 TEST_F(ServerTest, NormScreeningRejectsUpdatesFarAboveTheMedian) {
@@ -246,7 +279,7 @@ TEST_F(ServerTest, NormScreeningRejectsUpdatesFarAboveTheMedian) {
     std::string header, first;
     std::getline(csv, header);
     std::getline(csv, first);
-    EXPECT_THAT(header, ::testing::EndsWith(",seconds,rejected_norm,seen"));
+    EXPECT_THAT(header, ::testing::EndsWith(",seconds,virtual_seconds,rejected_norm,seen"));
     EXPECT_THAT(first, ::testing::EndsWith(",1,4"));
   }
 }

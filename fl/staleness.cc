@@ -9,9 +9,11 @@ namespace fl {
 
 absl::Status Staleness::Check(const std::string& path) const {
   if (!(a >= 0) || !std::isfinite(a)) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ".a: must be >= 0, got ", a));
+    return absl::InvalidArgumentError(absl::StrCat(path, ".exponent: must be >= 0, got ", a));
   }
-  if (b < 0) return absl::InvalidArgumentError(absl::StrCat(path, ".b: must be >= 0, got ", b));
+  if (b < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ".knee: must be >= 0, got ", b));
+  }
   if (max_staleness.has_value() && *max_staleness < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ".max_staleness: must be >= 0, got ", *max_staleness));
@@ -31,6 +33,24 @@ double Staleness::Weight(int64_t tau) const {
       return tau <= b ? 1.0 : 1.0 / (a * static_cast<double>(tau - b) + 1.0);
   }
   LOG(FATAL) << "unknown staleness kind";
+}
+
+Staleness StalenessFromSpec(const fedkit::StalenessSpec& spec) {
+  Staleness staleness;
+  switch (spec.kind()) {
+    case fedkit::StalenessSpec::POLYNOMIAL:
+      staleness.kind = Staleness::Kind::kPolynomial;
+      break;
+    case fedkit::StalenessSpec::HINGE:
+      staleness.kind = Staleness::Kind::kHinge;
+      break;
+    default:
+      staleness.kind = Staleness::Kind::kConstant;
+  }
+  staleness.a = spec.exponent();
+  staleness.b = spec.knee();
+  if (spec.has_max_staleness()) staleness.max_staleness = spec.max_staleness();
+  return staleness;
 }
 
 }  // namespace fl

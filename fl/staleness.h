@@ -18,20 +18,22 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "fl/spec.pb.h"
 
 namespace fl {
 
 struct Staleness {
   enum class Kind { kConstant, kPolynomial, kHinge };
   Kind kind = Kind::kConstant;
-  // The polynomial's exponent, the hinge's slope: >= 0.
+  // The polynomial's exponent, the hinge's slope (StalenessSpec.exponent): >= 0.
   double a = 0.0;
-  // The hinge's knee: versions of grace before the weight falls. >= 0.
+  // The hinge's knee (StalenessSpec.knee): versions of grace before the weight
+  // falls. >= 0.
   int64_t b = 0;
   // Updates staler than this are dropped; unset: none is.
   std::optional<int64_t> max_staleness;
 
-  // Errors name the option under `path` (e.g. "server.async.staleness").
+  // Errors name the spec's field under `path` (e.g. "server.async.staleness").
   absl::Status Check(const std::string& path) const;
 
   // s(tau), for tau >= 0 (0: trained from the current model). 0 beyond
@@ -39,6 +41,9 @@ struct Staleness {
   double Weight(int64_t tau) const;
   bool Drops(int64_t tau) const { return max_staleness.has_value() && tau > *max_staleness; }
 };
+
+// server.async.staleness as a Staleness (exponent is a, knee is b).
+Staleness StalenessFromSpec(const fedkit::StalenessSpec& spec);
 
 }  // namespace fl
 

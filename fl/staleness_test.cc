@@ -48,12 +48,28 @@ TEST(StalenessTest, BeyondMaxStalenessAnUpdateIsDropped) {
 TEST(StalenessTest, CheckNamesTheOption) {
   Staleness negative{Staleness::Kind::kPolynomial, -1.0};
   EXPECT_THAT(negative.Check("server.async.staleness").message(),
-              HasSubstr("server.async.staleness.a: must be >= 0, got -1"));
+              HasSubstr("server.async.staleness.exponent: must be >= 0, got -1"));
   Staleness knee{Staleness::Kind::kHinge, 1.0, -2};
-  EXPECT_THAT(knee.Check("s").message(), HasSubstr("s.b: must be >= 0, got -2"));
+  EXPECT_THAT(knee.Check("s").message(), HasSubstr("s.knee: must be >= 0, got -2"));
   Staleness cap{Staleness::Kind::kConstant, 0.0, 0, -1};
   EXPECT_THAT(cap.Check("s").message(), HasSubstr("s.max_staleness: must be >= 0, got -1"));
   EXPECT_TRUE((Staleness{Staleness::Kind::kHinge, 10.0, 4, 20}.Check("s").ok()));
+}
+
+TEST(StalenessTest, FromTheSpec) {
+  fedkit::StalenessSpec spec;
+  EXPECT_EQ(StalenessFromSpec(spec).Weight(9), 1.0);  // constant by default
+  EXPECT_FALSE(StalenessFromSpec(spec).max_staleness.has_value());
+  spec.set_kind(fedkit::StalenessSpec::HINGE);
+  spec.set_exponent(10.0);
+  spec.set_knee(4);
+  spec.set_max_staleness(6);
+  const Staleness hinge = StalenessFromSpec(spec);
+  EXPECT_DOUBLE_EQ(hinge.Weight(5), 1.0 / 11.0);
+  EXPECT_TRUE(hinge.Drops(7));
+  spec.set_kind(fedkit::StalenessSpec::POLYNOMIAL);
+  spec.set_exponent(0.5);
+  EXPECT_DOUBLE_EQ(StalenessFromSpec(spec).Weight(3), 0.5);
 }
 
 }  // namespace

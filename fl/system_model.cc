@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +10,11 @@
 #include "fl/seeding.h"
 
 namespace fl {
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+}  // namespace
 
 SystemModel::SystemModel(fedkit::SystemSpec spec, uint64_t seed, int rounds)
     : spec_(std::move(spec)), seed_(seed), rounds_(rounds) {}
@@ -25,44 +31,91 @@ absl::Status SystemModel::Check(const fedkit::SystemSpec& spec) {
   fraction("inactive_fraction", spec.inactive_fraction(), false);
   fraction("late_join_fraction", spec.late_join_fraction(), true);
   fraction("early_leave_fraction", spec.early_leave_fraction(), true);
-  if (!(spec.speed_sigma() >= 0) || !std::isfinite(spec.speed_sigma())) {
-    errors.Add("client.system.speed_sigma", absl::StrCat("must be >= 0, got ", spec.speed_sigma()));
-  }
+  auto non_negative = [&errors](const char* name, double value) {
+    if (!(value >= 0) || !std::isfinite(value)) {
+      errors.Add(absl::StrCat("client.system.", name), absl::StrCat("must be >= 0, got ", value));
+    }
+  };
+  non_negative("speed_sigma", spec.speed_sigma());
+  non_negative("bandwidth_sigma", spec.bandwidth_sigma());
   if (spec.speed_sigma() > 0 && !(spec.deadline() > 0)) {
     errors.Add("client.system.deadline",
                absl::StrCat("must be > 0 with speed_sigma, got ", spec.deadline()));
   }
+  auto positive = [&errors](const char* name, bool has, double value) {
+    if (has && !(value > 0 && std::isfinite(value))) {
+      errors.Add(absl::StrCat("client.system.", name),
+                 absl::StrCat("must be > 0 and finite, got ", value));
+    }
+  };
+  positive("step_seconds", spec.has_step_seconds(), spec.step_seconds());
+  positive("download_bytes_per_second", spec.has_download_bytes_per_second(),
+           spec.download_bytes_per_second());
+  positive("upload_bytes_per_second", spec.has_upload_bytes_per_second(),
+           spec.upload_bytes_per_second());
   return errors.ToStatus();
 }
 
-int64_t SystemModel::CompletedSteps(int64_t client, int round, int64_t planned) const {
-  const auto id = static_cast<uint64_t>(client);
+SystemModel::Profile SystemModel::ProfileOf(int64_t client) const {
   std::uniform_real_distribution<double> unit(0.0, 1.0);
-  // Per client, once: its availability window and its speed.
-  std::mt19937_64 per_client(DeriveSeed(seed_, SeedStream::kSystem, {id}));
-  if (unit(per_client) < spec_.late_join_fraction() && rounds_ >= 2) {
-    const int joins = std::uniform_int_distribution<int>(2, rounds_)(per_client);
-    if (round < joins) return 0;
+  std::mt19937_64 rng(DeriveSeed(seed_, SeedStream::kSystem, {static_cast<uint64_t>(client)}));
+  Profile profile;
+  if (unit(rng) < spec_.late_join_fraction() && rounds_ >= 2) {
+    profile.joins = std::uniform_int_distribution<int>(2, rounds_)(rng);
   }
-  if (unit(per_client) < spec_.early_leave_fraction() && rounds_ >= 2) {
-    const int leaves = std::uniform_int_distribution<int>(1, rounds_ - 1)(per_client);
-    if (round > leaves) return 0;
+  if (unit(rng) < spec_.early_leave_fraction() && rounds_ >= 2) {
+    profile.leaves = std::uniform_int_distribution<int>(1, rounds_ - 1)(rng);
   }
+  if (spec_.speed_sigma() > 0) {
+    profile.speed = std::lognormal_distribution<double>(0.0, spec_.speed_sigma())(rng);
+  }
+  return profile;
+}
+
+int64_t SystemModel::CompletedSteps(int64_t client, int round, int64_t planned) const {
+  const Profile profile = ProfileOf(client);
+  if (round < profile.joins) return 0;
+  if (profile.leaves > 0 && round > profile.leaves) return 0;
   int64_t steps = planned;
   if (spec_.speed_sigma() > 0) {
-    const double speed =
-        std::lognormal_distribution<double>(0.0, spec_.speed_sigma())(per_client);
-    steps = static_cast<int64_t>(
-        std::floor(static_cast<double>(planned) * std::min(1.0, speed * spec_.deadline())));
+    steps = static_cast<int64_t>(std::floor(static_cast<double>(planned) *
+                                            std::min(1.0, profile.speed * spec_.deadline())));
   }
-  // Per round.
-  std::mt19937_64 per_round(
-      DeriveSeed(seed_, SeedStream::kSystem, {id, static_cast<uint64_t>(round)}));
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::mt19937_64 per_round(DeriveSeed(seed_, SeedStream::kSystem,
+                                       {static_cast<uint64_t>(client), static_cast<uint64_t>(round)}));
   if (unit(per_round) < spec_.inactive_fraction()) return 0;
   if (unit(per_round) < spec_.straggler_fraction() && planned >= 1) {
     steps = std::min(steps, std::uniform_int_distribution<int64_t>(1, planned)(per_round));
   }
   return steps;
+}
+
+double SystemModel::Speed(int64_t client) const { return ProfileOf(client).speed; }
+
+double SystemModel::BandwidthFactor(int64_t client) const {
+  if (spec_.bandwidth_sigma() == 0) return 1.0;
+  std::mt19937_64 rng(DeriveSeed(seed_, SeedStream::kBandwidth, {static_cast<uint64_t>(client)}));
+  return std::lognormal_distribution<double>(0.0, spec_.bandwidth_sigma())(rng);
+}
+
+double SystemModel::DownloadBandwidth(int64_t client) const {
+  if (!spec_.has_download_bytes_per_second()) return kInfinity;
+  return spec_.download_bytes_per_second() * BandwidthFactor(client);
+}
+
+double SystemModel::UploadBandwidth(int64_t client) const {
+  if (!spec_.has_upload_bytes_per_second()) return kInfinity;
+  return spec_.upload_bytes_per_second() * BandwidthFactor(client);
+}
+
+double SystemModel::TaskSeconds(int64_t client, int round, int64_t planned, int64_t bytes_down,
+                                int64_t bytes_up) const {
+  const double step_seconds = spec_.has_step_seconds() ? spec_.step_seconds() : 1.0;
+  const double steps = static_cast<double>(CompletedSteps(client, round, planned));
+  return static_cast<double>(bytes_down) / DownloadBandwidth(client) +
+         steps * step_seconds / Speed(client) +
+         static_cast<double>(bytes_up) / UploadBandwidth(client);
 }
 
 }  // namespace fl

@@ -91,5 +91,69 @@ TEST(SystemModelTest, ChecksItsFieldsWithTheirPaths) {
             "client.system.deadline: must be > 0 with speed_sigma, got 0");
 }
 
+TEST(SystemModelTest, ATaskTakesItsTransfersAndItsStepsAtTheClientsSpeed) {
+  fedkit::SystemSpec spec;
+  spec.set_step_seconds(0.5);
+  spec.set_download_bytes_per_second(1000);
+  spec.set_upload_bytes_per_second(500);
+  const SystemModel model(spec, 1, 10);
+  // 2000 B down at 1000 B/s, 10 steps of 0.5 s, 1000 B up at 500 B/s.
+  EXPECT_DOUBLE_EQ(model.TaskSeconds(3, 1, 10, 2000, 1000), 2.0 + 5.0 + 2.0);
+  // Without bandwidths the transfers take no time; without step_seconds a step is 1 s.
+  const SystemModel defaults(fedkit::SystemSpec(), 1, 10);
+  EXPECT_DOUBLE_EQ(defaults.TaskSeconds(3, 1, 10, 2000, 1000), 10.0);
+}
+
+TEST(SystemModelTest, ASlowClientIsCutAtTheDeadlineAndTakesAtMostIt) {
+  fedkit::SystemSpec spec;
+  spec.set_speed_sigma(1.0);
+  spec.set_deadline(0.8);
+  spec.set_step_seconds(2.0);
+  const SystemModel model(spec, 4, 10);
+  int cut = 0;
+  for (int64_t k = 0; k < 200; ++k) {
+    const double speed = model.Speed(k);
+    const int64_t steps = model.CompletedSteps(k, 1, 20);
+    EXPECT_DOUBLE_EQ(model.TaskSeconds(k, 1, 20, 0, 0), steps * 2.0 / speed) << k;
+    // The deadline, 0.8 of a speed-1 client's time for all 20 steps: 32 s.
+    EXPECT_LE(model.TaskSeconds(k, 1, 20, 0, 0), 32.0 + 1e-9) << k;
+    cut += steps < 20;
+  }
+  EXPECT_GT(cut, 50);
+}
+
+TEST(SystemModelTest, BandwidthsShareOneLogNormalFactorPerClient) {
+  fedkit::SystemSpec spec;
+  spec.set_download_bytes_per_second(4e6);
+  spec.set_upload_bytes_per_second(1e6);
+  spec.set_bandwidth_sigma(1.0);
+  const SystemModel model(spec, 9, 10), again(spec, 9, 10);
+  int below = 0;
+  for (int64_t k = 0; k < 2000; ++k) {
+    EXPECT_DOUBLE_EQ(model.DownloadBandwidth(k), 4.0 * model.UploadBandwidth(k));
+    EXPECT_EQ(model.UploadBandwidth(k), again.UploadBandwidth(k));
+    below += model.UploadBandwidth(k) < 1e6;
+  }
+  EXPECT_NEAR(below / 2000.0, 0.5, 0.04);  // median 1e6
+  // The bandwidth draws leave the speeds as they were.
+  spec.set_speed_sigma(0.5);
+  spec.set_deadline(1.0);
+  fedkit::SystemSpec no_bandwidth = spec;
+  no_bandwidth.clear_bandwidth_sigma();
+  const SystemModel with(spec, 9, 10), without(no_bandwidth, 9, 10);
+  for (int64_t k = 0; k < 50; ++k) EXPECT_EQ(with.Speed(k), without.Speed(k));
+}
+
+TEST(SystemModelTest, TheClocksFieldsAreChecked) {
+  fedkit::SystemSpec spec;
+  spec.set_step_seconds(0);
+  spec.set_upload_bytes_per_second(-1);
+  spec.set_bandwidth_sigma(-0.5);
+  EXPECT_EQ(SystemModel::Check(spec).message(),
+            "client.system.bandwidth_sigma: must be >= 0, got -0.5\n"
+            "client.system.step_seconds: must be > 0 and finite, got 0\n"
+            "client.system.upload_bytes_per_second: must be > 0 and finite, got -1");
+}
+
 }  // namespace
 }  // namespace fl

@@ -37,7 +37,8 @@ constexpr char kClassCountsFile[] = "class_counts.csv";
 // diagnostics, then the rejected_<reason> counters.
 constexpr const char* kLeadingColumns[] = {
     "round",      "test_accuracy", "test_loss", "train_loss", "clients", "rejected",
-    "incomplete", "dropped",       "bytes_up",  "bytes_down", "seconds"};
+    "incomplete", "dropped",       "bytes_up",  "bytes_down", "seconds",
+    "virtual_seconds"};
 constexpr char kRejectedPrefix[] = "rejected_";
 
 constexpr int kSmallWidth = 360;

@@ -1,0 +1,443 @@
+// The asynchronous loop (ServerConfig::async): FedBuff and FedAsync over the
+// virtual clock.
+//
+// `concurrency` clients are in flight at any time. A client starts from the
+// newest model version and its task takes TaskSeconds on the virtual clock, known
+// when it starts; its update arrives then, with staleness tau = the server steps
+// taken since. Updates are applied in arrival order (fl/event_queue.h: time, then
+// client), each triaged as in a synchronous round, weighted by s(tau) and handed
+// to the aggregator; every buffer_size accepted updates the aggregator finalises
+// a server step. The client that arrived is replaced at once by one drawn
+// uniformly from the idle clients that have not trained from the newest version
+// yet (a client never trains twice from one model), so each task is the pair
+// (client, version) and trains as round version + 1 of that client.
+//
+// Training runs ahead on the worker threads, earliest arrival first, at most two
+// tasks per worker beyond the one the loop waits for; the loop trains that one
+// itself if no worker has started it. What a task computes depends only on its
+// client and version, so the result is the same for any number of workers. The
+// server keeps the model versions that clients in flight still train from.
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "fl/event_queue.h"
+#include "fl/seeding.h"
+#include "fl/server.h"
+#include "fl/status_macros.h"
+#include "fl/update_triage.h"
+#include "glog/logging.h"
+
+namespace fl {
+
+class Server::AsyncLoop {
+ public:
+  explicit AsyncLoop(Server& server);
+  ~AsyncLoop();
+  AsyncLoop(const AsyncLoop&) = delete;
+  AsyncLoop& operator=(const AsyncLoop&) = delete;
+
+  // Server steps from progress_.rounds_done + 1 to the last; returns the steps run.
+  absl::StatusOr<int> Run();
+
+ private:
+  struct Version {
+    ModelState model;
+    RoundPlan plan;
+    int64_t bytes_down = 0;
+    int in_flight = 0;
+  };
+  struct Task {
+    ClientEvent event;
+    bool started = false;
+    std::optional<absl::StatusOr<ClientUpdate>> result;
+  };
+  struct EarlierArrival {
+    bool operator()(const ClientEvent& a, const ClientEvent& b) const {
+      return ArrivesBefore(a, b);
+    }
+  };
+
+  absl::Status CheckConfig() const;
+  // The aggregator's plan for the next server step, from the current model: the
+  // version new clients start from.
+  absl::Status OpenVersion();
+  // Starts one idle client at the current time from the newest version.
+  void Dispatch();
+  // The arrived client's update: trained by a worker, or here if none started it.
+  absl::StatusOr<ClientUpdate> Take(const ClientEvent& event);
+  absl::StatusOr<ClientUpdate> Train(const ClientEvent& event);
+  void Work();
+  // Triage, staleness and accumulation of one arrival, counted in outcome_.
+  void Apply(const ClientEvent& event, absl::StatusOr<ClientUpdate> update);
+  void Reject(const ClientEvent& event, const std::string& reason, const absl::Status& status);
+  // Finalises the buffered updates into the next model.
+  absl::Status Step();
+  void Release(int64_t version);
+
+  Server& server_;
+  const ServerConfig::Async& async_;
+  const int num_clients_;
+  ModelState& global_;
+  int64_t version_;
+  EventQueue queue_;
+  std::vector<uint8_t> in_flight_;
+  int in_flight_count_ = 0;
+  // Idle clients whose last task trained from the newest version.
+  int idle_on_version_ = 0;
+  // The version each client last trained from; -1: none yet.
+  std::vector<int64_t> last_version_;
+  // The virtual clock, and when the current server step began.
+  double now_;
+  double step_started_;
+  int64_t dispatches_ = 0;
+  int buffered_ = 0;
+  RoundOutcome outcome_;
+  double loss_weighted_ = 0.0;
+  int64_t examples_ = 0;
+  absl::Status first_error_;
+
+  absl::Mutex mutex_;
+  std::map<int64_t, Version> versions_ ABSL_GUARDED_BY(mutex_);
+  std::map<int64_t, Task> tasks_ ABSL_GUARDED_BY(mutex_);  // by client
+  std::set<ClientEvent, EarlierArrival> waiting_ ABSL_GUARDED_BY(mutex_);
+  int ahead_ ABSL_GUARDED_BY(mutex_) = 0;  // started and not yet taken
+  int max_ahead_ = 0;
+  bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
+  std::vector<std::thread> workers_;
+};
+
+Server::AsyncLoop::AsyncLoop(Server& server)
+    : server_(server),
+      async_(*server.config_.async),
+      num_clients_(static_cast<int>(server.clients_.size())),
+      global_(server.progress_.global),
+      version_(server.progress_.rounds_done),
+      in_flight_(server.clients_.size(), 0),
+      last_version_(server.clients_.size(), -1),
+      now_(server.progress_.pending.virtual_seconds),
+      step_started_(now_) {}
+
+Server::AsyncLoop::~AsyncLoop() {
+  {
+    absl::MutexLock lock(&mutex_);
+    stopping_ = true;
+  }
+  for (std::thread& worker : workers_) worker.join();
+}
+
+absl::Status Server::AsyncLoop::CheckConfig() const {
+  const ServerConfig& config = server_.config_;
+  if (!config.task_seconds) {
+    return absl::InvalidArgumentError("asynchronous mode needs the virtual clock (task_seconds)");
+  }
+  if (config.collective != nullptr || config.secure_aggregation.has_value() ||
+      config.max_norm_to_median > 0 || config.one_shot || server_.lossy_download() ||
+      config.poisson_sampling) {
+    return absl::InvalidArgumentError(
+        "asynchronous mode runs in one process, without secure aggregation, norm screening, "
+        "one-shot mode, a lossy download or Poisson sampling");
+  }
+  if (!server_.aggregator_->properties().sums_only) {
+    return absl::InvalidArgumentError(
+        "asynchronous mode needs an aggregator whose accumulation is a sum (sums_only)");
+  }
+  if (async_.concurrency < 1 || async_.concurrency > num_clients_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "server.async.concurrency: must be in [1, ", num_clients_, "], got ", async_.concurrency));
+  }
+  if (server_.progress_.rounds_done > 0 || config.checkpoint_every > 0) {
+    // The clients in flight and the model versions they hold are not checkpointed yet.
+    return absl::UnimplementedError(
+        "asynchronous mode: checkpoints (output.checkpoint_every) and resuming are not "
+        "supported yet");
+  }
+  if (async_.buffer_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("server.async.buffer_size: must be >= 1, got ", async_.buffer_size));
+  }
+  return async_.staleness.Check("server.async.staleness");
+}
+
+absl::Status Server::AsyncLoop::OpenVersion() {
+  ServerContext& context = server_.context_;
+  const int step = static_cast<int>(version_) + 1;
+  context.round = step;
+  context.round_seed =
+      DeriveSeed(server_.config_.seed, SeedStream::kServerRound, {static_cast<uint64_t>(step)});
+  context.diagnostics.clear();
+  context.evaluation_model.reset();
+  context.evaluation_predictor = nullptr;
+  server_.SetStage(step, "configuring");
+  FL_ASSIGN_OR_RETURN(RoundPlan plan, server_.aggregator_->Configure(global_, context));
+  Version version;
+  version.bytes_down = global_.NumBytes() + NumBytes(plan.broadcast);
+  version.model = global_.Clone();
+  version.plan = std::move(plan);
+  absl::MutexLock lock(&mutex_);
+  versions_[version_] = std::move(version);
+  return absl::OkStatus();
+}
+
+void Server::AsyncLoop::Dispatch() {
+  // Uniform over the idle clients that have not trained from this version, or
+  // (when every idle client has) over the idle ones.
+  const int idle = num_clients_ - in_flight_count_;
+  CHECK_GT(idle, 0) << "concurrency is at most the number of clients";
+  const int fresh = idle - idle_on_version_;
+  auto eligible = [&](int k) {
+    return !in_flight_[k] && (fresh == 0 || last_version_[k] != version_);
+  };
+  std::mt19937_64 rng(DeriveSeed(server_.config_.seed, SeedStream::kAsyncDispatch,
+                                 {static_cast<uint64_t>(dispatches_++)}));
+  const int candidates = fresh > 0 ? fresh : idle;
+  int client = 0;
+  if (candidates >= num_clients_ / 8) {
+    // Most clients qualify: draw until one does (a few draws).
+    std::uniform_int_distribution<int> any(0, num_clients_ - 1);
+    do client = any(rng); while (!eligible(client));
+  } else {
+    int nth = std::uniform_int_distribution<int>(0, candidates - 1)(rng);
+    for (;; ++client) {
+      if (eligible(client) && nth-- == 0) break;
+    }
+  }
+  if (fresh == 0) --idle_on_version_;
+  ++in_flight_count_;
+  in_flight_[client] = 1;
+  last_version_[client] = version_;
+  int64_t bytes_down;
+  {
+    absl::MutexLock lock(&mutex_);
+    Version& version = versions_.at(version_);
+    ++version.in_flight;
+    bytes_down = version.bytes_down;
+  }
+  const ClientEvent event{
+      now_ + server_.config_.task_seconds(server_.clients_[client]->id(),
+                                          static_cast<int>(version_) + 1, bytes_down),
+      client, version_};
+  queue_.Push(event);
+  absl::MutexLock lock(&mutex_);
+  tasks_[client] = Task{event};
+  waiting_.insert(event);
+}
+
+absl::StatusOr<ClientUpdate> Server::AsyncLoop::Train(const ClientEvent& event) {
+  const Version* version;
+  {
+    absl::MutexLock lock(&mutex_);
+    version = &versions_.at(event.version);  // kept while the task is in flight
+  }
+  return server_.clients_[event.client]->Train(version->model, version->plan,
+                                               static_cast<int>(event.version) + 1);
+}
+
+void Server::AsyncLoop::Work() {
+  for (;;) {
+    ClientEvent event;
+    {
+      absl::MutexLock lock(&mutex_);
+      mutex_.Await(absl::Condition(
+          +[](AsyncLoop* loop) ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop->mutex_) {
+            return loop->stopping_ || (!loop->waiting_.empty() && loop->ahead_ < loop->max_ahead_);
+          },
+          this));
+      if (stopping_) return;
+      event = *waiting_.begin();
+      waiting_.erase(waiting_.begin());
+      tasks_.at(event.client).started = true;
+      ++ahead_;
+    }
+    absl::StatusOr<ClientUpdate> update = Train(event);
+    absl::MutexLock lock(&mutex_);
+    tasks_.at(event.client).result = std::move(update);
+  }
+}
+
+absl::StatusOr<ClientUpdate> Server::AsyncLoop::Take(const ClientEvent& event) {
+  bool train_here = false;
+  {
+    absl::MutexLock lock(&mutex_);
+    Task& task = tasks_.at(event.client);
+    if (!task.started) {
+      task.started = true;
+      waiting_.erase(event);
+      ++ahead_;
+      train_here = true;
+    }
+  }
+  std::optional<absl::StatusOr<ClientUpdate>> trained;
+  if (train_here) trained = Train(event);
+  absl::MutexLock lock(&mutex_);
+  Task& task = tasks_.at(event.client);
+  if (trained.has_value()) {
+    task.result = std::move(trained);
+  } else {
+    mutex_.Await(absl::Condition(
+        +[](Task* t) { return t->result.has_value(); }, &task));
+  }
+  absl::StatusOr<ClientUpdate> update = std::move(*task.result);
+  tasks_.erase(event.client);
+  --ahead_;
+  return update;
+}
+
+void Server::AsyncLoop::Release(int64_t version) {
+  absl::MutexLock lock(&mutex_);
+  auto it = versions_.find(version);
+  // The newest version stays: new clients start from it.
+  if (--it->second.in_flight == 0 && version != version_) versions_.erase(it);
+}
+
+void Server::AsyncLoop::Reject(const ClientEvent& event, const std::string& reason,
+                               const absl::Status& status) {
+  server_.clients_[event.client]->Acknowledge(false);
+  ++outcome_.rejected;
+  ++outcome_.rejected_by_reason[reason];
+  LOG(WARNING) << "step " << version_ + 1 << ": update of client "
+               << server_.clients_[event.client]->id() << " rejected (" << reason
+               << "): " << status;
+  if (first_error_.ok()) first_error_ = status;
+}
+
+void Server::AsyncLoop::Apply(const ClientEvent& event, absl::StatusOr<ClientUpdate> update) {
+  const int64_t staleness = version_ - event.version;
+  ModelState start;
+  {
+    absl::MutexLock lock(&mutex_);
+    const Version& version = versions_.at(event.version);
+    outcome_.bytes_down += version.bytes_down;
+    start = version.model;  // shares its tensors; read only
+  }
+  if (update.ok()) outcome_.bytes_up += update->bytes_sent;
+  const Triage triage = TriageUpdate(start, server_.config_.incomplete, update);
+  outcome_.incomplete += triage.incomplete;
+  switch (triage.kind) {
+    case Triage::Kind::kRejected:
+      Reject(event, triage.reason, triage.status);
+      return;
+    case Triage::Kind::kDropped:
+      ++outcome_.dropped;
+      server_.clients_[event.client]->Acknowledge(false);
+      return;
+    case Triage::Kind::kLeftOut:
+      server_.clients_[event.client]->Acknowledge(false);
+      return;
+    case Triage::Kind::kAccept:
+      break;
+  }
+  if (async_.staleness.Drops(staleness)) {
+    Reject(event, "stale",
+           absl::OutOfRangeError(absl::StrCat("staleness ", staleness, " exceeds max_staleness ",
+                                              *async_.staleness.max_staleness)));
+    return;
+  }
+  const double weight = async_.staleness.Weight(staleness);
+  ModelState& delta = update->delta;
+  if (async_.mixing_rate.has_value()) {
+    // FedAsync: the client's model relative to the current one, its parameters
+    // times a s(tau); buffers become the client's.
+    delta = ModelState::Difference(ModelState::Sum(start, 1.0, 1.0, delta), global_);
+    delta.Axpy(*async_.mixing_rate * weight - 1.0, 0.0, ModelState(delta));
+  } else if (weight != 1.0) {
+    delta.Axpy(weight - 1.0, 0.0, ModelState(delta));
+  }
+  const double loss = update->metrics.count("train_loss") ? update->metrics["train_loss"] : 0.0;
+  const int64_t n = update->num_examples;
+  const int64_t steps = update->local_steps;
+  if (absl::Status status = server_.aggregator_->Accumulate(*std::move(update), server_.context_);
+      !status.ok()) {
+    Reject(event, "aggregator", status);
+    return;
+  }
+  server_.clients_[event.client]->Acknowledge(true);
+  ++outcome_.accepted;
+  outcome_.local_steps += steps;
+  loss_weighted_ += loss * static_cast<double>(n);
+  examples_ += n;
+  ++buffered_;
+}
+
+absl::Status Server::AsyncLoop::Step() {
+  const int step = static_cast<int>(version_) + 1;
+  server_.SetStage(step, "finalizing");
+  FL_ASSIGN_OR_RETURN(ModelState next, server_.aggregator_->Finalize(global_, server_.context_));
+  if (!next.AllFinite()) {
+    return absl::InternalError(absl::StrCat("step ", step, ": the aggregated model is not finite"));
+  }
+  global_ = std::move(next);
+  outcome_.train_loss = examples_ > 0 ? loss_weighted_ / static_cast<double>(examples_) : 0.0;
+  outcome_.virtual_seconds = now_ - step_started_;
+  step_started_ = now_;
+  {
+    absl::MutexLock lock(&mutex_);
+    auto it = versions_.find(version_);
+    if (it->second.in_flight == 0) versions_.erase(it);
+  }
+  ++version_;
+  buffered_ = 0;
+  idle_on_version_ = 0;  // every idle client's last version is older now
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> Server::AsyncLoop::Run() {
+  FL_RETURN_IF_ERROR(CheckConfig());
+  const int workers = std::max(1, server_.config_.workers);
+  max_ahead_ = 2 * workers;
+  server_.EnterPhase(RoundPhase::kClients);
+  FL_RETURN_IF_ERROR(OpenVersion());
+  for (int i = 0; i < async_.concurrency; ++i) Dispatch();
+  if (workers > 1) {
+    for (int w = 0; w < workers; ++w) workers_.emplace_back([this] { Work(); });
+  }
+  const int last = server_.config_.rounds;
+  // Arrivals since the last accepted one: a run that accepts nothing stops.
+  int unaccepted_in_a_row = 0;
+  while (version_ < last) {
+    const ClientEvent event = queue_.Pop();
+    now_ = event.time;
+    absl::StatusOr<ClientUpdate> update = Take(event);
+    in_flight_[event.client] = 0;
+    --in_flight_count_;
+    idle_on_version_ += event.version == version_;
+    const int accepted_before = outcome_.accepted;
+    Apply(event, std::move(update));
+    Release(event.version);
+    unaccepted_in_a_row = outcome_.accepted > accepted_before ? 0 : unaccepted_in_a_row + 1;
+    if (unaccepted_in_a_row > 10 * num_clients_) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "step ", version_ + 1, ": ", unaccepted_in_a_row, " arrivals in a row and none accepted",
+          first_error_.ok() ? " (every client dropped out or was left out)"
+                            : absl::StrCat("; first rejection: ", first_error_.message())));
+    }
+    if (buffered_ == async_.buffer_size) {
+      FL_RETURN_IF_ERROR(Step());
+      const int step = static_cast<int>(version_);
+      const RoundOutcome outcome = std::exchange(outcome_, RoundOutcome());
+      loss_weighted_ = 0.0;
+      examples_ = 0;
+      first_error_ = absl::OkStatus();
+      FL_ASSIGN_OR_RETURN(const bool ended, server_.CloseRound(step, outcome));
+      if (ended) return step;
+      if (version_ < last) FL_RETURN_IF_ERROR(OpenVersion());
+    }
+    if (version_ < last) Dispatch();
+  }
+  return last;
+}
+
+absl::StatusOr<int> Server::RunAsync() {
+  AsyncLoop loop(*this);
+  return loop.Run();
+}
+
+}  // namespace fl
