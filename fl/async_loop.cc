@@ -81,6 +81,9 @@ class Server::AsyncLoop {
   void Reject(const ClientEvent& event, const std::string& reason, const absl::Status& status);
   // Finalises the buffered updates into the next model.
   absl::Status Step();
+  // What a checkpoint keeps of the loop (ServerProgress::async), and taking it back.
+  void Snapshot();
+  absl::Status Restore();
   void Release(int64_t version);
 
   Server& server_;
@@ -153,12 +156,6 @@ absl::Status Server::AsyncLoop::CheckConfig() const {
   if (async_.concurrency < 1 || async_.concurrency > num_clients_) {
     return absl::InvalidArgumentError(absl::StrCat(
         "server.async.concurrency: must be in [1, ", num_clients_, "], got ", async_.concurrency));
-  }
-  if (server_.progress_.rounds_done > 0 || config.checkpoint_every > 0) {
-    // The clients in flight and the model versions they hold are not checkpointed yet.
-    return absl::UnimplementedError(
-        "asynchronous mode: checkpoints (output.checkpoint_every) and resuming are not "
-        "supported yet");
   }
   if (async_.buffer_size < 1) {
     return absl::InvalidArgumentError(
@@ -389,13 +386,60 @@ absl::Status Server::AsyncLoop::Step() {
   return absl::OkStatus();
 }
 
+void Server::AsyncLoop::Snapshot() {
+  ServerProgress::Async& async = server_.progress_.async.emplace();
+  async.in_flight = queue_.Pending();
+  async.dispatches = dispatches_;
+  absl::MutexLock lock(&mutex_);
+  for (const auto& [number, version] : versions_) {
+    if (version.in_flight > 0) {
+      async.versions[number] = {version.model, version.plan, version.bytes_down};
+    }
+  }
+}
+
+absl::Status Server::AsyncLoop::Restore() {
+  const ServerProgress::Async saved = *std::move(server_.progress_.async);
+  server_.progress_.async.reset();
+  // A step ends as a client arrives, before it is replaced: one fewer in flight.
+  if (saved.in_flight.size() > static_cast<size_t>(async_.concurrency)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the checkpoint has ", saved.in_flight.size(),
+                     " clients in flight, more than server.async.concurrency = ",
+                     async_.concurrency));
+  }
+  dispatches_ = saved.dispatches;
+  absl::MutexLock lock(&mutex_);
+  for (const auto& [number, version] : saved.versions) {
+    versions_[number] = Version{version.model, version.plan, version.bytes_down, 0};
+  }
+  for (const ClientEvent& event : saved.in_flight) {
+    if (event.client < 0 || event.client >= num_clients_ || in_flight_[event.client] ||
+        event.version >= version_ || versions_.count(event.version) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the checkpoint's client ", event.client, " in flight from version ", event.version,
+          " does not fit this run (", num_clients_, " clients, ", version_, " steps done)"));
+    }
+    in_flight_[event.client] = 1;
+    ++in_flight_count_;
+    last_version_[event.client] = event.version;
+    ++versions_[event.version].in_flight;
+    queue_.Push(event);
+    tasks_[event.client] = Task{event};
+    waiting_.insert(event);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int> Server::AsyncLoop::Run() {
   FL_RETURN_IF_ERROR(CheckConfig());
   const int workers = std::max(1, server_.config_.workers);
   max_ahead_ = 2 * workers;
   server_.EnterPhase(RoundPhase::kClients);
+  if (server_.progress_.async.has_value()) FL_RETURN_IF_ERROR(Restore());
   FL_RETURN_IF_ERROR(OpenVersion());
-  for (int i = 0; i < async_.concurrency; ++i) Dispatch();
+  while (in_flight_count_ < async_.concurrency) Dispatch();
+  server_.before_checkpoint_ = [this] { Snapshot(); };
   if (workers > 1) {
     for (int w = 0; w < workers; ++w) workers_.emplace_back([this] { Work(); });
   }
@@ -436,8 +480,13 @@ absl::StatusOr<int> Server::AsyncLoop::Run() {
 }
 
 absl::StatusOr<int> Server::RunAsync() {
-  AsyncLoop loop(*this);
-  return loop.Run();
+  absl::StatusOr<int> steps;
+  {
+    AsyncLoop loop(*this);
+    steps = loop.Run();
+  }
+  before_checkpoint_ = nullptr;
+  return steps;
 }
 
 }  // namespace fl

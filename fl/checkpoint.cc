@@ -154,6 +154,18 @@ absl::StatusOr<std::string> SerializeCheckpoint(const Checkpoint& checkpoint) {
       tensors.back().set_hook(client_hook.second);
     }
   }
+  if (server.async.has_value()) {
+    for (const auto& [number, version] : server.async->versions) {
+      const size_t first = tensors.size();
+      add_state(CheckpointTensor::ASYNC_MODEL, version.model);
+      for (const auto& [name, extra] : version.plan.broadcast) {
+        const size_t before = tensors.size();
+        add_state(CheckpointTensor::ASYNC_BROADCAST, extra);
+        for (size_t i = before; i < tensors.size(); ++i) tensors[i].set_hook(name);
+      }
+      for (size_t i = first; i < tensors.size(); ++i) tensors[i].set_client_id(number);
+    }
+  }
 
   fedkit::CheckpointHeader header;
   header.set_spec(checkpoint.spec);
@@ -170,6 +182,26 @@ absl::StatusOr<std::string> SerializeCheckpoint(const Checkpoint& checkpoint) {
   header.set_best_accuracy(server.best_accuracy);
   header.set_num_tensors(static_cast<int64_t>(tensors.size()));
   header.set_seconds(server.seconds);
+  if (server.async.has_value()) {
+    header.set_async(true);
+    for (const ClientEvent& event : server.async->in_flight) {
+      fedkit::AsyncEventRecord& record = *header.add_in_flight();
+      record.set_time(event.time);
+      record.set_client(event.client);
+      record.set_version(event.version);
+    }
+    header.set_dispatches(server.async->dispatches);
+    for (const auto& [number, version] : server.async->versions) {
+      fedkit::AsyncVersionRecord& record = *header.add_versions();
+      record.set_version(number);
+      record.set_bytes_down(version.bytes_down);
+      for (const HookRequest& hook : version.plan.hooks) {
+        fedkit::AsyncVersionRecord::Hook& h = *record.add_hooks();
+        h.set_name(hook.name);
+        *h.mutable_options() = hook.options;
+      }
+    }
+  }
 
   std::string bytes(kMagic, sizeof(kMagic));
   AppendLittleEndian(kFormatVersion, 4, bytes);
@@ -240,6 +272,27 @@ absl::StatusOr<Checkpoint> ParseCheckpoint(absl::string_view bytes, const std::s
   server.best_round = header.best_round();
   server.best_accuracy = header.best_accuracy();
   server.seconds = header.seconds();
+  // Asynchronous mode's versions: weights and broadcast tensors by version.
+  std::map<int64_t, std::vector<ModelState::Entry>> version_models;
+  std::map<int64_t, std::map<std::string, std::vector<ModelState::Entry>>> version_broadcasts;
+  if (header.async()) {
+    ServerProgress::Async& async = server.async.emplace();
+    async.dispatches = header.dispatches();
+    for (const fedkit::AsyncVersionRecord& record : header.versions()) {
+      ServerProgress::Async::Version& version = async.versions[record.version()];
+      version.bytes_down = record.bytes_down();
+      for (const fedkit::AsyncVersionRecord::Hook& hook : record.hooks()) {
+        version.plan.hooks.push_back({hook.name(), hook.options()});
+      }
+    }
+    for (const fedkit::AsyncEventRecord& record : header.in_flight()) {
+      if (async.versions.count(record.version()) == 0) {
+        return corrupt(absl::StrCat("client ", record.client(), " in flight trains from version ",
+                                    record.version(), ", which is not stored"));
+      }
+      async.in_flight.push_back({record.time(), record.client(), record.version()});
+    }
+  }
 
   std::vector<ModelState::Entry> global, clients_copy, best;
   for (int64_t i = 0; i < header.num_tensors(); ++i) {
@@ -265,6 +318,16 @@ absl::StatusOr<Checkpoint> ParseCheckpoint(absl::string_view bytes, const std::s
       case CheckpointTensor::CLIENT_STATE:
         checkpoint.client_states[{record.client_id(), record.hook()}][record.name()] = *tensor;
         break;
+      case CheckpointTensor::ASYNC_MODEL:
+      case CheckpointTensor::ASYNC_BROADCAST:
+        if (!server.async.has_value() || server.async->versions.count(record.client_id()) == 0) {
+          return corrupt(absl::StrCat(what, ": version ", record.client_id(), " is not stored"));
+        }
+        (record.section() == CheckpointTensor::ASYNC_MODEL
+             ? version_models[record.client_id()]
+             : version_broadcasts[record.client_id()][record.hook()])
+            .push_back({record.name(), *tensor, record.is_buffer()});
+        break;
       default:
         return corrupt(absl::StrCat(what, ": unknown section ", record.section()));
     }
@@ -274,6 +337,17 @@ absl::StatusOr<Checkpoint> ParseCheckpoint(absl::string_view bytes, const std::s
   server.global = ModelState(std::move(global));
   if (!clients_copy.empty()) server.clients_copy = ModelState(std::move(clients_copy));
   if (!best.empty()) server.best_model = ModelState(std::move(best));
+  if (server.async.has_value()) {
+    for (auto& [number, version] : server.async->versions) {
+      if (version_models.count(number) == 0) {
+        return corrupt(absl::StrCat("no weights for version ", number));
+      }
+      version.model = ModelState(std::move(version_models[number]));
+      for (auto& [name, entries] : version_broadcasts[number]) {
+        version.plan.broadcast[name] = ModelState(std::move(entries));
+      }
+    }
+  }
   return checkpoint;
 }
 

@@ -143,8 +143,6 @@ void ValidateAsync(const fedkit::ExperimentSpec& spec, int num_clients, ErrorLis
          "a lossy download's clients' copy follows synchronous rounds");
   refuse(spec.simulation().backend() != fedkit::SimulationSpec::IN_PROCESS,
          "simulation.backend", "asynchronous runs are in-process");
-  refuse(spec.output().checkpoint_every() > 0, "output.checkpoint_every",
-         "the clients in flight are not checkpointed yet");
 }
 
 // What secure aggregation cannot run with: the server sees only the sum, so

@@ -727,6 +727,7 @@ absl::StatusOr<bool> Server::CloseRound(int round, const RoundOutcome& outcome) 
   if (stop || due) {
     progress_.rounds_done = round;
     progress_.seconds = Elapsed();
+    if (before_checkpoint_) before_checkpoint_();
     if (config_.checkpoint) FL_RETURN_IF_ERROR(config_.checkpoint(progress_));
   }
   if (stop && round < config_.rounds) {

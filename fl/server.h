@@ -34,6 +34,7 @@
 #include "fl/codec.h"
 #include "fl/collective.h"
 #include "fl/evaluator.h"
+#include "fl/event_queue.h"
 #include "fl/metrics_sink.h"
 #include "fl/model_state.h"
 #include "fl/secure_aggregation.h"
@@ -61,6 +62,21 @@ struct ServerProgress {
   std::optional<ModelState> best_model;
   int best_round = 0;
   double best_accuracy = 0.0;
+  // Asynchronous mode, at the end of a step: the clients in flight (their updates
+  // are trained again on resume, from the same inputs), how many clients have
+  // been dispatched, and the model versions (with their plans and download
+  // sizes) those in flight train from.
+  struct Async {
+    std::vector<ClientEvent> in_flight;
+    int64_t dispatches = 0;
+    struct Version {
+      ModelState model;
+      RoundPlan plan;
+      int64_t bytes_down = 0;
+    };
+    std::map<int64_t, Version> versions;
+  };
+  std::optional<Async> async;
 };
 
 // Who computes: the clients (on the workers, while this thread accumulates their
@@ -244,6 +260,9 @@ class Server {
   ServerProgress progress_;
   std::chrono::steady_clock::time_point started_;
   double seconds_before_ = 0.0;
+  // Set while the asynchronous loop runs: records what is in flight in
+  // progress_.async just before a checkpoint.
+  std::function<void()> before_checkpoint_;
 };
 
 }  // namespace fl

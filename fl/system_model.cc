@@ -38,9 +38,11 @@ absl::Status SystemModel::Check(const fedkit::SystemSpec& spec) {
   };
   non_negative("speed_sigma", spec.speed_sigma());
   non_negative("bandwidth_sigma", spec.bandwidth_sigma());
-  if (spec.speed_sigma() > 0 && !(spec.deadline() > 0)) {
+  non_negative("deadline", spec.deadline());
+  if (spec.deadline() > 0 && spec.speed_sigma() == 0) {
     errors.Add("client.system.deadline",
-               absl::StrCat("must be > 0 with speed_sigma, got ", spec.deadline()));
+               "needs speed_sigma: with every client at speed 1 no deadline below 1 could "
+               "differ from one step count for all");
   }
   auto positive = [&errors](const char* name, bool has, double value) {
     if (has && !(value > 0 && std::isfinite(value))) {
@@ -77,7 +79,7 @@ int64_t SystemModel::CompletedSteps(int64_t client, int round, int64_t planned) 
   if (round < profile.joins) return 0;
   if (profile.leaves > 0 && round > profile.leaves) return 0;
   int64_t steps = planned;
-  if (spec_.speed_sigma() > 0) {
+  if (spec_.deadline() > 0) {
     steps = static_cast<int64_t>(std::floor(static_cast<double>(planned) *
                                             std::min(1.0, profile.speed * spec_.deadline())));
   }

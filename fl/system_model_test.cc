@@ -3,6 +3,7 @@
 #include <cmath>
 #include <set>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace fl {
@@ -85,10 +86,25 @@ TEST(SystemModelTest, LateJoinersAndEarlyLeaversAreAbsentOutsideTheirWindow) {
 TEST(SystemModelTest, ChecksItsFieldsWithTheirPaths) {
   fedkit::SystemSpec spec;
   spec.set_inactive_fraction(1.0);
+  spec.set_deadline(-1);
   spec.set_speed_sigma(0.5);
   EXPECT_EQ(SystemModel::Check(spec).message(),
             "client.system.inactive_fraction: must be in [0, 1), got 1\n"
-            "client.system.deadline: must be > 0 with speed_sigma, got 0");
+            "client.system.deadline: must be >= 0, got -1");
+  spec.Clear();
+  spec.set_deadline(0.5);
+  EXPECT_THAT(std::string(SystemModel::Check(spec).message()),
+              ::testing::HasSubstr("client.system.deadline: needs speed_sigma"));
+}
+
+TEST(SystemModelTest, WithoutADeadlineEveryClientCompletesAtItsOwnSpeed) {
+  fedkit::SystemSpec spec;
+  spec.set_speed_sigma(1.0);
+  const SystemModel model(spec, 2, 10);
+  for (int64_t k = 0; k < 100; ++k) {
+    EXPECT_EQ(model.CompletedSteps(k, 1, 10), 10) << k;
+    EXPECT_DOUBLE_EQ(model.TaskSeconds(k, 1, 10, 0, 0), 10.0 / model.Speed(k)) << k;
+  }
 }
 
 TEST(SystemModelTest, ATaskTakesItsTransfersAndItsStepsAtTheClientsSpeed) {
