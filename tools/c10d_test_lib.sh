@@ -3,13 +3,13 @@
 # something unexpected is a failure, never an empty value that compares as equal.
 
 # metrics.csv without its wall-time column; and only the counters (by name: the
-# columns after the wall time mix an aggregator's float diagnostics with the
+# columns after the clocks mix an aggregator's float diagnostics with the
 # rejection counters).
 metrics() { cut -d, -f1-10,12- "$1/metrics.csv"; }
 counters() {
   awk -F, 'NR == 1 {
              for (i = 1; i <= NF; i++) {
-               keep[i] = $i ~ /^(round|clients|rejected|incomplete|dropped|bytes_up|bytes_down|rejected_.*)$/
+               keep[i] = $i ~ /^(round|clients|rejected|incomplete|dropped|bytes_up|bytes_down|virtual_seconds|rejected_.*)$/
              }
            }
            { row = ""; for (i = 1; i <= NF; i++) if (keep[i]) row = row $i ","; print row }' "$1/metrics.csv"
