@@ -71,6 +71,12 @@ class Server::AsyncLoop {
   absl::Status OpenVersion();
   // Starts one idle client at the current time from the newest version.
   void Dispatch();
+  // Takes the earliest arrival: its update triaged and accumulated, the clock
+  // advanced; fails when nothing has been accepted for 10 x num_clients arrivals.
+  absl::Status Arrive(const ClientEvent& event);
+  // Finalises a full buffer, closes the step (metrics row, checkpoint) and opens
+  // the next version; true when on_evaluated ended the run.
+  absl::StatusOr<bool> CloseStep();
   // The arrived client's update: trained by a worker, or here if none started it.
   absl::StatusOr<ClientUpdate> Take(const ClientEvent& event);
   absl::StatusOr<ClientUpdate> Train(const ClientEvent& event);
@@ -102,6 +108,8 @@ class Server::AsyncLoop {
   double step_started_;
   int64_t dispatches_ = 0;
   int buffered_ = 0;
+  // Arrivals since the last accepted one: a run that accepts nothing stops.
+  int unaccepted_in_a_row_ = 0;
   RoundOutcome outcome_;
   double loss_weighted_ = 0.0;
   int64_t examples_ = 0;
@@ -450,39 +458,45 @@ absl::StatusOr<int> Server::AsyncLoop::Run() {
     for (int w = 0; w < workers; ++w) workers_.emplace_back([this] { Work(); });
   }
   const int last = server_.config_.rounds;
-  // Arrivals since the last accepted one: a run that accepts nothing stops.
-  int unaccepted_in_a_row = 0;
   while (version_ < last) {
-    const ClientEvent event = queue_.Pop();
-    now_ = event.time;
-    absl::StatusOr<ClientUpdate> update = Take(event);
-    in_flight_[event.client] = 0;
-    --in_flight_count_;
-    idle_on_version_ += event.version == version_;
-    const int accepted_before = outcome_.accepted;
-    Apply(event, std::move(update));
-    Release(event.version);
-    unaccepted_in_a_row = outcome_.accepted > accepted_before ? 0 : unaccepted_in_a_row + 1;
-    if (unaccepted_in_a_row > 10 * num_clients_) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "step ", version_ + 1, ": ", unaccepted_in_a_row, " arrivals in a row and none accepted",
-          first_error_.ok() ? " (every client dropped out or was left out)"
-                            : absl::StrCat("; first rejection: ", first_error_.message())));
-    }
+    FL_RETURN_IF_ERROR(Arrive(queue_.Pop()));
     if (buffered_ == async_.buffer_size) {
-      FL_RETURN_IF_ERROR(Step());
-      const int step = static_cast<int>(version_);
-      const RoundOutcome outcome = std::exchange(outcome_, RoundOutcome());
-      loss_weighted_ = 0.0;
-      examples_ = 0;
-      first_error_ = absl::OkStatus();
-      FL_ASSIGN_OR_RETURN(const bool ended, server_.CloseRound(step, outcome));
-      if (ended) return step;
-      if (version_ < last) FL_RETURN_IF_ERROR(OpenVersion());
+      FL_ASSIGN_OR_RETURN(const bool ended, CloseStep());
+      if (ended) return static_cast<int>(version_);
     }
     if (version_ < last) Dispatch();
   }
   return last;
+}
+
+absl::Status Server::AsyncLoop::Arrive(const ClientEvent& event) {
+  now_ = event.time;
+  absl::StatusOr<ClientUpdate> update = Take(event);
+  in_flight_[event.client] = 0;
+  --in_flight_count_;
+  idle_on_version_ += event.version == version_;
+  const int accepted_before = outcome_.accepted;
+  Apply(event, std::move(update));
+  Release(event.version);
+  unaccepted_in_a_row_ = outcome_.accepted > accepted_before ? 0 : unaccepted_in_a_row_ + 1;
+  if (unaccepted_in_a_row_ > 10 * num_clients_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "step ", version_ + 1, ": ", unaccepted_in_a_row_, " arrivals in a row and none accepted",
+        first_error_.ok() ? " (every client dropped out or was left out)"
+                          : absl::StrCat("; first rejection: ", first_error_.message())));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> Server::AsyncLoop::CloseStep() {
+  FL_RETURN_IF_ERROR(Step());
+  const RoundOutcome outcome = std::exchange(outcome_, RoundOutcome());
+  loss_weighted_ = 0.0;
+  examples_ = 0;
+  first_error_ = absl::OkStatus();
+  FL_ASSIGN_OR_RETURN(const bool ended, server_.CloseRound(static_cast<int>(version_), outcome));
+  if (!ended && version_ < server_.config_.rounds) FL_RETURN_IF_ERROR(OpenVersion());
+  return ended;
 }
 
 absl::StatusOr<int> Server::RunAsync() {
