@@ -172,16 +172,8 @@ absl::Status Server::AsyncLoop::CheckConfig() const {
 }
 
 absl::Status Server::AsyncLoop::OpenVersion() {
-  ServerContext& context = server_.context_;
-  const int step = static_cast<int>(version_) + 1;
-  context.round = step;
-  context.round_seed =
-      DeriveSeed(server_.config_.seed, SeedStream::kServerRound, {static_cast<uint64_t>(step)});
-  context.diagnostics.clear();
-  context.evaluation_model.reset();
-  context.evaluation_predictor = nullptr;
-  server_.SetStage(step, "configuring");
-  FL_ASSIGN_OR_RETURN(RoundPlan plan, server_.aggregator_->Configure(global_, context));
+  server_.StartContext(static_cast<int>(version_) + 1);
+  FL_ASSIGN_OR_RETURN(RoundPlan plan, server_.aggregator_->Configure(global_, server_.context_));
   Version version;
   version.bytes_down = global_.NumBytes() + NumBytes(plan.broadcast);
   version.model = global_.Clone();

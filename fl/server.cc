@@ -187,17 +187,20 @@ class Server::Round {
   std::vector<Contribution> contributions_;
 };
 
+void Server::StartContext(int round) {
+  context_.round = round;
+  context_.round_seed =
+      DeriveSeed(config_.seed, SeedStream::kServerRound, {static_cast<uint64_t>(round)});
+  context_.diagnostics.clear();
+  context_.evaluation_model.reset();
+  context_.evaluation_predictor = nullptr;
+  SetStage(round, "configuring");
+}
+
 absl::Status Server::Round::Configure() {
-  ServerContext& context = server_.context_;
-  context.round = round_;
-  context.round_seed =
-      DeriveSeed(server_.config_.seed, SeedStream::kServerRound, {static_cast<uint64_t>(round_)});
-  context.diagnostics.clear();
-  context.evaluation_model.reset();
-  context.evaluation_predictor = nullptr;
-  server_.SetStage(round_, "configuring");
+  server_.StartContext(round_);
   server_.EnterPhase(RoundPhase::kServer);
-  FL_ASSIGN_OR_RETURN(plan_, server_.aggregator_->Configure(global_, context));
+  FL_ASSIGN_OR_RETURN(plan_, server_.aggregator_->Configure(global_, server_.context_));
   bytes_down_each_ =
       (server_.lossy_download() ? server_.progress_.download_bytes : global_.NumBytes()) +
       NumBytes(plan_.broadcast);

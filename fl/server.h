@@ -237,6 +237,9 @@ class Server {
   absl::Status ReportRanks();
   bool is_rank_zero() const { return config_.collective == nullptr || config_.collective->rank() == 0; }
   void SetStage(int round, const char* stage) const;
+  // The context's fields for round (or asynchronous step) `round`, with what an
+  // aggregator reports per round cleared.
+  void StartContext(int round);
   bool lossy_download() const { return config_.download.kind != CodecConfig::Kind::kIdentity; }
   // The global model as the clients use it: with a lossy download, their copy.
   const ModelState& ModelInUse() const;
