@@ -393,7 +393,7 @@ absl::Status Server::AsyncLoop::Step() {
 }
 
 void Server::AsyncLoop::Snapshot() {
-  ServerProgress::Async& async = server_.progress_.async.emplace();
+  AsyncProgress& async = server_.progress_.async.emplace();
   async.in_flight = queue_.Pending();
   async.dispatches = dispatches_;
   absl::MutexLock lock(&mutex_);
@@ -405,7 +405,7 @@ void Server::AsyncLoop::Snapshot() {
 }
 
 absl::Status Server::AsyncLoop::Restore() {
-  const ServerProgress::Async saved = *std::move(server_.progress_.async);
+  const AsyncProgress saved = *std::move(server_.progress_.async);
   server_.progress_.async.reset();
   // A step ends as a client arrives, before it is replaced: one fewer in flight.
   if (saved.in_flight.size() > static_cast<size_t>(async_.concurrency)) {

@@ -276,10 +276,10 @@ absl::StatusOr<Checkpoint> ParseCheckpoint(absl::string_view bytes, const std::s
   std::map<int64_t, std::vector<ModelState::Entry>> version_models;
   std::map<int64_t, std::map<std::string, std::vector<ModelState::Entry>>> version_broadcasts;
   if (header.async()) {
-    ServerProgress::Async& async = server.async.emplace();
+    AsyncProgress& async = server.async.emplace();
     async.dispatches = header.dispatches();
     for (const fedkit::AsyncVersionRecord& record : header.versions()) {
-      ServerProgress::Async::Version& version = async.versions[record.version()];
+      AsyncProgress::Version& version = async.versions[record.version()];
       version.bytes_down = record.bytes_down();
       for (const fedkit::AsyncVersionRecord::Hook& hook : record.hooks()) {
         version.plan.hooks.push_back({hook.name(), hook.options()});

@@ -43,6 +43,21 @@
 
 namespace fl {
 
+// Asynchronous mode, at the end of a step: the clients in flight (their updates
+// are trained again on resume, from the same inputs), how many clients have been
+// dispatched, and the model versions (with their plans and download sizes) those
+// in flight train from.
+struct AsyncProgress {
+  struct Version {
+    ModelState model;
+    RoundPlan plan;
+    int64_t bytes_down = 0;
+  };
+  std::vector<ClientEvent> in_flight;
+  int64_t dispatches = 0;
+  std::map<int64_t, Version> versions;
+};
+
 // Everything about a run between two rounds that the spec and the round number do
 // not already fix (every random stream is derived from them): what a checkpoint
 // keeps of the server, and where a resumed run starts.
@@ -62,26 +77,28 @@ struct ServerProgress {
   std::optional<ModelState> best_model;
   int best_round = 0;
   double best_accuracy = 0.0;
-  // Asynchronous mode, at the end of a step: the clients in flight (their updates
-  // are trained again on resume, from the same inputs), how many clients have
-  // been dispatched, and the model versions (with their plans and download
-  // sizes) those in flight train from.
-  struct Async {
-    std::vector<ClientEvent> in_flight;
-    int64_t dispatches = 0;
-    struct Version {
-      ModelState model;
-      RoundPlan plan;
-      int64_t bytes_down = 0;
-    };
-    std::map<int64_t, Version> versions;
-  };
-  std::optional<Async> async;
+  // Asynchronous mode only.
+  std::optional<AsyncProgress> async;
 };
 
 // Who computes: the clients (on the workers, while this thread accumulates their
 // updates) or the server alone (configuring, finalising, evaluating).
 enum class RoundPhase { kClients, kServer };
+
+// Asynchronous mode (fl/async_loop.cc): clients train and report on the virtual
+// clock (ServerConfig::task_seconds required), and the server steps every
+// buffer_size accepted updates; ServerConfig::rounds counts those steps and
+// clients_per_round is unused. In-process runs with an aggregator whose
+// accumulation is a sum, without norm screening, secure aggregation, a lossy
+// download or one-shot mode (the runner checks the spec; Run refuses the rest).
+struct AsyncConfig {
+  // Clients in flight at any time.
+  int concurrency = 1;
+  int buffer_size = 1;
+  // FedAsync's mixing rate; unset: FedBuff.
+  std::optional<double> mixing_rate;
+  Staleness staleness;
+};
 
 struct ServerConfig {
   int rounds = 1;
@@ -140,20 +157,8 @@ struct ServerConfig {
   // receives `bytes_down` (fl/system_model.h). A round lasts until its last
   // accepted client; metrics rows carry the sum. Unset: the clock stands still.
   std::function<double(int64_t client, int round, int64_t bytes_down)> task_seconds;
-  // Asynchronous mode (fl/async_loop.cc): clients train and report on the virtual
-  // clock (task_seconds required), and the server steps every buffer_size
-  // accepted updates; `rounds` counts those steps, clients_per_round is unused.
-  // In-process runs with an aggregator whose accumulation is a sum, without norm
-  // screening, secure aggregation, a lossy download or one-shot mode (the runner
-  // checks the spec; Run refuses the rest).
-  struct Async {
-    // Clients in flight at any time.
-    int concurrency = 1;
-    int buffer_size = 1;
-    // FedAsync's mixing rate; unset: FedBuff.
-    std::optional<double> mixing_rate;
-    Staleness staleness;
-  };
+  // Asynchronous mode (fl/async_loop.cc; see AsyncConfig). Unset: rounds.
+  using Async = AsyncConfig;
   std::optional<Async> async;
 };
 
