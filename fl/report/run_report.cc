@@ -45,7 +45,8 @@ constexpr int kSmallWidth = 360;
 constexpr int kSmallHeight = 230;
 
 // What curves are drawn against: a column of the files. Every chart takes the
-// round for now; a clock's column would be another axis.
+// round; test accuracy is drawn against the virtual clock too, when the run has
+// one (HasVirtualClock).
 struct XAxis {
   std::string column;
   std::string label;
@@ -186,6 +187,17 @@ std::string Charts(absl::string_view figures) {
 
 std::string Percent(double fraction) { return absl::StrFormat("%.2f %%", 100 * fraction); }
 
+constexpr char kVirtualSeconds[] = "virtual_seconds";
+
+// Whether metrics.csv has a virtual clock that moved: a virtual_seconds column
+// (runs before the clock have none) with a value other than 0.
+bool HasVirtualClock(const Columns& metrics) {
+  if (!metrics.Has(kVirtualSeconds)) return false;
+  const std::vector<double>& values = metrics.values.at(kVirtualSeconds);
+  return std::any_of(values.begin(), values.end(),
+                     [](double value) { return std::isfinite(value) && value != 0; });
+}
+
 std::string NumbersSection(const RunFiles& run) {
   if (!run.summary.has_value()) {
     return Section("numbers", "Key numbers",
@@ -236,13 +248,24 @@ std::string CurvesSection(const RunFiles& run, const XAxis& axis) {
   if (run.metrics.Has("train_loss")) {
     losses.push_back(Curve(run.metrics, axis, "train_loss", "train loss"));
   }
-  return Section(
-      "curves", "Accuracy and loss",
-      Charts(absl::StrCat(
-          Figure("accuracy",
-                 LineChart(ChartOptions("Test accuracy", "test accuracy (%)", axis),
-                           {Curve(run.metrics, axis, "test_accuracy", "test accuracy", 100)})),
-          Figure("loss", LineChart(ChartOptions("Loss", "loss", axis), losses)))));
+  std::string figures =
+      Figure("accuracy", LineChart(ChartOptions("Test accuracy", "test accuracy (%)", axis),
+                                   {Curve(run.metrics, axis, "test_accuracy", "test accuracy",
+                                          100)}));
+  // Asynchronous rounds are server steps of a few updates each: the virtual
+  // clock is what compares runs.
+  if (HasVirtualClock(run.metrics)) {
+    const XAxis virtual_time{kVirtualSeconds, "virtual seconds", false};
+    absl::StrAppend(
+        &figures,
+        Figure("accuracy_virtual",
+               LineChart(ChartOptions("Test accuracy against virtual time", "test accuracy (%)",
+                                      virtual_time),
+                         {Curve(run.metrics, virtual_time, "test_accuracy", "test accuracy",
+                                100)})));
+  }
+  absl::StrAppend(&figures, Figure("loss", LineChart(ChartOptions("Loss", "loss", axis), losses)));
+  return Section("curves", "Accuracy and loss", Charts(figures));
 }
 
 bool IsLeadingColumn(const std::string& name) {
@@ -328,9 +351,26 @@ std::string CommunicationSection(const RunFiles& run, const XAxis& axis) {
   return Section("communication", "Communication and clients", Charts(figures));
 }
 
+// A tile with the virtual clock's last finite reading (cumulative: the run's
+// virtual time), when the run has a clock that moved.
+void AddVirtualTime(const Columns& metrics,
+                    std::vector<std::pair<std::string, std::string>>& tiles) {
+  if (!HasVirtualClock(metrics)) return;
+  const std::vector<double>& values = metrics.values.at(kVirtualSeconds);
+  for (auto it = values.rbegin(); it != values.rend(); ++it) {
+    if (!std::isfinite(*it)) continue;
+    tiles.emplace_back("virtual time (metrics.csv)", FormatSeconds(*it));
+    return;
+  }
+}
+
 std::string TimingSection(const RunFiles& run, const XAxis& axis) {
   if (!run.metrics.Has("seconds")) {
-    return Section("timing", "Timing", Paragraph("metrics.csv has no seconds column."));
+    std::vector<std::pair<std::string, std::string>> tiles;
+    AddVirtualTime(run.metrics, tiles);
+    return Section("timing", "Timing",
+                   absl::StrCat(tiles.empty() ? "" : KeyNumbers(tiles),
+                                Paragraph("metrics.csv has no seconds column.")));
   }
   // `seconds` is cumulative and rows may be several rounds apart (eval_every).
   const std::vector<double>& rounds = run.metrics.values.at("round");
@@ -351,6 +391,7 @@ std::string TimingSection(const RunFiles& run, const XAxis& axis) {
     tiles.emplace_back("time in rounds (metrics.csv)", FormatSeconds(seconds.back()));
     tiles.emplace_back("mean per round", absl::StrFormat("%.3g s", seconds.back() / rounds.back()));
   }
+  AddVirtualTime(run.metrics, tiles);
   if (run.summary.has_value()) {
     if (std::optional<double> wall = SummaryNumber(*run.summary, "wall_seconds")) {
       tiles.emplace_back("wall time (summary.json)", FormatSeconds(*wall));

@@ -4,8 +4,10 @@
 // report.html: one run's results on a page that opens anywhere, without a
 // network or JavaScript (docs/report-pages.md). From the files of its results
 // folder (fl/metrics_sink.h): the key numbers of summary.json, the accuracy and
-// loss curves, one chart per diagnostic, communication, timing and memory, the
-// partition (class_counts.csv) as a heatmap, and the spec.
+// loss curves (accuracy against the virtual clock too, when the run's
+// virtual_seconds moved), one chart per diagnostic, communication, timing (with
+// the run's virtual time) and memory, the partition (class_counts.csv) as a
+// heatmap, and the spec.
 
 #include <string>
 

@@ -149,6 +149,51 @@ TEST_F(RunReportTest, AnAggregatorWithoutDiagnosticsSaysSo) {
               HasSubstr("The aggregator reported no diagnostics."));
 }
 
+// The runner's columns with its virtual clock (cumulative virtual_seconds).
+constexpr char kClockMetrics[] =
+    "round,test_accuracy,test_loss,train_loss,clients,rejected,incomplete,dropped,bytes_up,"
+    "bytes_down,seconds,virtual_seconds\n"
+    "1,0.50,1.5,1.7,4,0,0,0,1000,2000,1.0,12.5\n"
+    "2,0.60,1.2,1.3,4,0,1,0,2000,4000,2.5,30\n"
+    "3,0.65,1.1,1.0,3,1,0,0,3000,6000,4.0,95.25\n";
+
+// The figure with id `id`, from its tag to its end.
+std::string FigureOf(const std::string& html, const std::string& id) {
+  const size_t begin = html.find("<figure id=\"" + id + "\">");
+  if (begin == std::string::npos) return "";
+  return html.substr(begin, html.find("</figure>", begin) - begin);
+}
+
+TEST_F(RunReportTest, AccuracyAgainstVirtualTimeWhenTheClockMoved) {
+  Write("metrics.csv", kClockMetrics);
+  const std::string html = Render();
+  const std::string chart = FigureOf(html, "accuracy_virtual");
+  EXPECT_THAT(chart, HasSubstr(">Test accuracy against virtual time</text>"));
+  EXPECT_THAT(chart, HasSubstr(">virtual seconds</text>"));
+  EXPECT_EQ(Points(chart, "test accuracy"), 3);
+  // Beside the per-round chart, which is still there, against the round.
+  EXPECT_THAT(FigureOf(html, "accuracy"), HasSubstr(">round</text>"));
+  EXPECT_LT(html.find("<figure id=\"accuracy\">"), html.find("<figure id=\"accuracy_virtual\">"));
+  EXPECT_LT(html.find("<figure id=\"accuracy_virtual\">"), html.find("<figure id=\"loss\">"));
+  // The last row's virtual_seconds: 95.25 s.
+  EXPECT_THAT(SectionOf(html, "timing"),
+              HasSubstr(">virtual time (metrics.csv)</div><div class=\"value\">1m 35s<"));
+}
+
+TEST_F(RunReportTest, NoVirtualTimeWithoutAClockOrWhenItStayedAtZero) {
+  // kMetrics predates the clock: no virtual_seconds column.
+  std::string html = Render();
+  EXPECT_EQ(FigureOf(html, "accuracy_virtual"), "");
+  EXPECT_THAT(html, Not(HasSubstr("virtual time")));
+  // A clock that stayed at zero.
+  Write("metrics.csv",
+        "round,test_accuracy,test_loss,seconds,virtual_seconds\n"
+        "1,0.5,1.5,1.0,0\n2,0.6,1.2,2.0,0\n");
+  html = Render();
+  EXPECT_EQ(FigureOf(html, "accuracy_virtual"), "");
+  EXPECT_THAT(html, Not(HasSubstr("virtual time")));
+}
+
 TEST_F(RunReportTest, KeyNumbersComeFromSummaryJson) {
   const std::string numbers = SectionOf(Render(), "numbers");
   EXPECT_THAT(numbers, HasSubstr(">final test accuracy</div><div class=\"value\">65.00 %<"));

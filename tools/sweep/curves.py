@@ -4,9 +4,11 @@
 Usage: curves.py DATA.json OUT.png
 
 Top panel: per variant, the curve column's mean over its seeds per evaluated
-round, with the min-max band over the seeds. One panel below per diagnostic:
-each variant's mean over its seeds per round. Exits 3 when matplotlib cannot be
-imported, so that the tool warns instead of failing the sweep.
+round, with the min-max band over the seeds, against the round or the sweep's
+curve_x_column ("x": that column's mean over the seeds at each round). One panel
+below per diagnostic: each variant's mean over its seeds per round, against the
+round. Exits 3 when matplotlib cannot be imported, so that the tool warns
+instead of failing the sweep.
 """
 import json
 import sys
@@ -25,17 +27,19 @@ def main(data_path, png_path):
     with open(data_path) as f:
         data = json.load(f)
     panels = 1 + len(data["diagnostics"])
-    fig, axes = plt.subplots(panels, 1, figsize=(7.5, 4.5 + 2.5 * (panels - 1)), sharex=True,
+    # The diagnostics are per round: they share the curves' axis only when it is the round.
+    by_round = data.get("x_column", "round") == "round"
+    fig, axes = plt.subplots(panels, 1, figsize=(7.5, 4.5 + 2.5 * (panels - 1)), sharex=by_round,
                              squeeze=False)
     axes = axes[:, 0]
     scale = 100 if data["percent"] else 1
     for i, variant in enumerate(data["variants"]):
         color = f"C{i % 10}"
-        rounds = variant["rounds"]
-        axes[0].plot(rounds, [scale * v for v in variant["mean"]], color=color,
+        x = variant.get("x", variant["rounds"])
+        axes[0].plot(x, [scale * v for v in variant["mean"]], color=color,
                      label=f"{variant['label']} ({variant['runs']} seeds)")
         if variant["runs"] > 1:
-            axes[0].fill_between(rounds, [scale * v for v in variant["min"]],
+            axes[0].fill_between(x, [scale * v for v in variant["min"]],
                                  [scale * v for v in variant["max"]], color=color, alpha=0.2,
                                  linewidth=0)
     axes[0].set_ylabel(data["column"] + (" (%)" if data["percent"] else ""))
@@ -54,8 +58,16 @@ def main(data_path, png_path):
         ax.legend(fontsize=8)
     for ax in axes:
         ax.grid(alpha=0.3)
-    axes[-1].set_xlabel("round")
-    axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
+    if by_round:
+        axes[-1].set_xlabel("round")
+        axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
+    else:
+        axes[0].set_xlabel(data["x_label"])
+        if data["x_integer"]:
+            axes[0].xaxis.set_major_locator(MaxNLocator(integer=True))
+        for ax in axes[1:]:
+            ax.set_xlabel("round")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.tight_layout()
     fig.savefig(png_path, dpi=120)
     return 0

@@ -1,5 +1,6 @@
 #include "tools/sweep/html_report.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
@@ -27,15 +28,16 @@ constexpr int kCurvesHeight = 440;
 constexpr int kDiagnosticWidth = 540;
 constexpr int kDiagnosticHeight = 280;
 
-// A variant's curve as a chart series in its own colour: the mean over its
-// seeds and, with `band`, their min and max; values times `scale`.
+// A variant's curve as a chart series in its own colour, against its x values:
+// the mean over its seeds and, with `band`, their min and max; values times
+// `scale`.
 ChartSeries CurveSeries(const VariantCurve& curve, double scale, bool band) {
   ChartSeries series;
   series.name = absl::StrCat(curve.label, " (", curve.runs, curve.runs == 1 ? " seed)" : " seeds)");
   series.color = curve.variant;
   const Band& values = curve.band;
   for (size_t i = 0; i < values.rounds.size(); ++i) {
-    series.x.push_back(values.rounds[i]);
+    series.x.push_back(curve.x[i]);
     series.y.push_back(scale * values.mean[i]);
     if (band) {
       series.low.push_back(scale * values.min[i]);
@@ -54,21 +56,42 @@ std::string TableSection(absl::string_view id, absl::string_view heading,
 
 std::string Figure(absl::string_view svg) { return absl::StrCat("<figure>\n", svg, "</figure>\n"); }
 
-std::string CurvesSection(const SweepSpec& spec, const SweepCurves& curves) {
+std::string CurvesSection(const SweepSpec& spec, const SweepCurves& curves,
+                          const std::vector<RunRecord>& runs) {
   if (curves.variants.empty()) {
-    return Section("curves", "Curves", Paragraph("No run has finished yet."));
+    const bool finished = std::any_of(runs.begin(), runs.end(), [](const RunRecord& run) {
+      return run.status == RunStatus::kFinished;
+    });
+    return Section("curves", "Curves",
+                   Paragraph(finished ? absl::StrCat("No finished run has a curve against ",
+                                                     curves.x_column,
+                                                     ": see the unreadable results under Runs.")
+                                      : std::string("No run has finished yet.")));
   }
   const bool percent = IsAccuracyColumn(spec.curve_column());
   LineChartOptions options;
-  options.title = absl::StrCat(spec.curve_column(), ": mean over the seeds, band from min to max");
+  const std::string against =
+      curves.x_column == "round" ? "" : absl::StrCat(" against ", AxisLabel(curves.x_column));
+  options.title = absl::StrCat(spec.curve_column(), against,
+                               ": mean over the seeds, band from min to max");
   options.y_label = absl::StrCat(spec.curve_column(), percent ? " (%)" : "");
+  options.x_label = AxisLabel(curves.x_column);
+  options.integer_x = IsWholeNumberAxis(curves.x_column);
   options.width = kCurvesWidth;
   options.height = kCurvesHeight;
   std::vector<ChartSeries> series;
   for (const VariantCurve& curve : curves.variants) {
     series.push_back(CurveSeries(curve, percent ? 100 : 1, /*band=*/curve.runs > 1));
   }
-  return Section("curves", "Curves", Figure(LineChart(options, series)));
+  std::string note;
+  if (curves.x_column != "round") {
+    note = Paragraph(absl::StrCat(
+        "Each point is an evaluated round: the mean over the seeds of ", curves.x_column,
+        IsCounterColumn(curves.x_column) ? " (its running sum)" : "", " and of ",
+        spec.curve_column(), " there; the band spans ", spec.curve_column(),
+        "'s min to max over the seeds."));
+  }
+  return Section("curves", "Curves", absl::StrCat(note, Figure(LineChart(options, series))));
 }
 
 std::string DiagnosticsSection(const SweepCurves& curves) {
@@ -170,7 +193,7 @@ std::string SweepReportHtml(const SweepSpec& spec, const TableContext& context,
     absl::StrAppend(&body, TableSection("differences", tables.differences_heading,
                                         tables.differences_note, tables.differences));
   }
-  absl::StrAppend(&body, CurvesSection(spec, curves));
+  absl::StrAppend(&body, CurvesSection(spec, curves, runs));
   if (!curves.diagnostics.empty()) absl::StrAppend(&body, DiagnosticsSection(curves));
   absl::StrAppend(&body, RunsSection(spec, context, runs, tables));
   return fl::report::HtmlPage(absl::StrCat(spec.title(), ": sweep report"), body);

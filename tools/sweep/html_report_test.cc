@@ -58,6 +58,8 @@ class HtmlReportTest : public ::testing::Test {
     for (size_t i = 0; i < accuracy.size(); ++i) {
       const int round = static_cast<int>(i) + 1;
       run.data.curve.push_back({round, accuracy[i]});
+      // A virtual clock: 10 s a round, plus the seed.
+      run.data.curve_x.push_back({round, 10.0 * round + seed});
       run.data.diagnostics["eta_g"].push_back({round, 1.0 + accuracy[i]});
     }
     run.data.metrics = {{true, accuracy.back()}};
@@ -131,6 +133,38 @@ TEST_F(HtmlReportTest, OneCurvePerVariantWithABandWhereSeveralSeedsFinished) {
   // Only the baseline has two seeds to span.
   EXPECT_EQ(Count(curves, "<path class=\"band\""), 1);
   EXPECT_THAT(curves, HasSubstr(">test_accuracy (%)</text>"));
+}
+
+TEST_F(HtmlReportTest, CurvesAgainstTheRoundByDefault) {
+  const std::string curves = SectionOf("curves");
+  EXPECT_THAT(curves, HasSubstr(">round</text>"));
+  EXPECT_THAT(curves,
+              HasSubstr(">test_accuracy: mean over the seeds, band from min to max</text>"));
+  EXPECT_THAT(curves, Not(HasSubstr("Each point is an evaluated round")));
+}
+
+TEST_F(HtmlReportTest, CurvesAgainstVirtualTime) {
+  spec_.set_curve_x_column("virtual_seconds");
+  const std::string curves = SectionOf("curves");
+  EXPECT_THAT(curves, HasSubstr(">virtual seconds</text>"));
+  EXPECT_THAT(curves, Not(HasSubstr(">round</text>")));
+  EXPECT_THAT(curves, HasSubstr(">test_accuracy against virtual seconds: mean over the seeds, "
+                                "band from min to max</text>"));
+  EXPECT_THAT(curves, HasSubstr("<p>Each point is an evaluated round: the mean over the seeds of "
+                                "virtual_seconds and of test_accuracy there;"));
+  EXPECT_THAT(curves, HasSubstr("data-series=\"Base &lt;1&gt; (2 seeds)\" data-points=\"3\""));
+  // Base's seeds 1 and 2 are at 11 and 12 s in round 1, 31 and 32 s in round 3,
+  // New's seed 1 at 11 and 31 s: the x axis spans seconds, not rounds 1 to 3.
+  EXPECT_THAT(curves, HasSubstr(">12.5</text>"));
+  EXPECT_THAT(curves, HasSubstr(">30.0</text>"));
+  // The diagnostics stay per round.
+  EXPECT_THAT(SectionOf("diagnostics"), HasSubstr(">round</text>"));
+
+  // Runs from before the clock have no virtual_seconds, so no curve against it.
+  for (RunRecord& run : runs_) run.data.curve_x.clear();
+  EXPECT_THAT(SectionOf("curves"), HasSubstr("<p>No finished run has a curve against "
+                                             "virtual_seconds: see the unreadable results under "
+                                             "Runs.</p>"));
 }
 
 TEST_F(HtmlReportTest, OneChartPerDiagnostic) {

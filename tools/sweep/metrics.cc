@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "fl/json.h"
 
 namespace sweep {
@@ -25,6 +26,32 @@ namespace {
 
 constexpr char kDefaultColumn[] = "test_accuracy";
 constexpr int kDefaultK = 10;
+
+// The columns that measure a run's progress (IsProgressColumn), how an axis
+// names them, and how a ROUNDS_TO label does ("virtual s to 80%").
+struct ProgressColumn {
+  const char* name;
+  bool counter;  // counts the rows since the previous one: read as a running sum
+  const char* axis_label;
+  const char* reached_label;
+};
+constexpr ProgressColumn kProgressColumns[] = {
+    {"virtual_seconds", false, "virtual seconds", "virtual s"},
+    {"seconds", false, "seconds", "seconds"},
+    {"bytes_up", false, "bytes up", "bytes up"},
+    {"bytes_down", false, "bytes down", "bytes down"},
+    {"clients", true, "client updates (cumulative)", "updates"},
+    {"rejected", true, "rejected updates (cumulative)", "rejected"},
+    {"incomplete", true, "incomplete updates (cumulative)", "incomplete"},
+    {"dropped", true, "dropouts (cumulative)", "dropouts"},
+};
+
+const ProgressColumn* FindProgressColumn(absl::string_view column) {
+  for (const ProgressColumn& progress : kProgressColumns) {
+    if (column == progress.name) return &progress;
+  }
+  return nullptr;
+}
 
 std::optional<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -73,10 +100,13 @@ std::string KindLabel(const Metric& metric) {
       return absl::StrCat("last ", metric.k(), " mean");
     case Metric::SUM:
       return "total";
-    case Metric::ROUNDS_TO:
+    case Metric::ROUNDS_TO: {
+      const ProgressColumn* at = FindProgressColumn(metric.reached_at());
+      const std::string what = at != nullptr ? at->reached_label : "rounds";
       return IsAccuracyColumn(metric.column())
-                 ? absl::StrFormat("rounds to %g%%", 100 * metric.target())
-                 : absl::StrFormat("rounds to %g", metric.target());
+                 ? absl::StrFormat("%s to %g%%", what, 100 * metric.target())
+                 : absl::StrFormat("%s to %g", what, metric.target());
+    }
     default:
       return "?";
   }
@@ -154,7 +184,8 @@ std::string MetricName(const Metric& metric) {
     case Metric::LAST_K_MEAN:
       return absl::StrCat("last", metric.k(), "_mean_", metric.column());
     case Metric::ROUNDS_TO:
-      return absl::StrFormat("rounds_to_%g_%s", metric.target(), metric.column());
+      return absl::StrCat(absl::StrFormat("rounds_to_%g_%s", metric.target(), metric.column()),
+                          metric.reached_at().empty() ? "" : "_at_", metric.reached_at());
     case Metric::SUM:
       return absl::StrCat("sum_", metric.column());
     default:
@@ -164,9 +195,43 @@ std::string MetricName(const Metric& metric) {
 
 bool IsAccuracyColumn(absl::string_view column) { return absl::StrContains(column, "accuracy"); }
 
-MetricValue ComputeMetric(const Metric& metric, const Series& series) {
+bool IsProgressColumn(absl::string_view column) { return FindProgressColumn(column) != nullptr; }
+
+bool IsCounterColumn(absl::string_view column) {
+  const ProgressColumn* progress = FindProgressColumn(column);
+  return progress != nullptr && progress->counter;
+}
+
+std::string ProgressColumnList() {
+  std::vector<std::string> names;
+  for (const ProgressColumn& progress : kProgressColumns) names.push_back(progress.name);
+  return absl::StrJoin(names, ", ");
+}
+
+std::string AxisLabel(absl::string_view column) {
+  const ProgressColumn* progress = FindProgressColumn(column);
+  return progress != nullptr ? progress->axis_label : std::string(column);
+}
+
+bool IsWholeNumberAxis(absl::string_view column) { return !absl::EndsWith(column, "seconds"); }
+
+absl::StatusOr<Series> ProgressSeries(const CsvTable& table, absl::string_view column,
+                                      absl::string_view source) {
+  absl::StatusOr<Series> series = ColumnSeries(table, column, source);
+  if (!series.ok() || !IsCounterColumn(column)) return series;
+  double sum = 0.0;
+  for (Point& point : *series) {
+    sum += point.value;
+    point.value = sum;
+  }
+  return series;
+}
+
+MetricValue ComputeMetric(const Metric& metric, const Series& series, const Series* reached_at) {
   MetricValue result;
   if (metric.kind() == Metric::ROUNDS_TO) {
+    const bool at_column = !metric.reached_at().empty();
+    if (at_column && reached_at == nullptr) return result;
     // A run with no evaluated round never reached the target either.
     result.available = true;
     for (const Point& point : series) {
@@ -175,6 +240,14 @@ MetricValue ComputeMetric(const Metric& metric, const Series& series) {
         result.value = point.round;
         break;
       }
+    }
+    if (at_column && result.value.has_value()) {
+      const int round = static_cast<int>(*result.value);
+      auto at = std::find_if(reached_at->begin(), reached_at->end(),
+                             [&](const Point& point) { return point.round == round; });
+      // The column has no value at that round (an empty or NaN cell).
+      if (at == reached_at->end()) return MetricValue{};
+      result.value = at->value;
     }
     return result;
   }
@@ -321,20 +394,41 @@ RunData LoadRunData(const std::string& dir, const std::string& log,
     data.problems.emplace_back(table.status().message());
     return data;
   }
+  // A column several metrics (or the curves) miss is one problem.
+  const auto problem = [&data](const absl::Status& status) {
+    const std::string text(status.message());
+    if (std::find(data.problems.begin(), data.problems.end(), text) == data.problems.end()) {
+      data.problems.push_back(text);
+    }
+  };
   for (int i = 0; i < spec.metrics_size(); ++i) {
-    if (IsOneShot(spec.metrics(i))) continue;
-    absl::StatusOr<Series> series = ColumnSeries(*table, spec.metrics(i).column(), metrics_path);
-    if (series.ok()) {
-      data.metrics[i] = ComputeMetric(spec.metrics(i), *series);
+    const Metric& metric = spec.metrics(i);
+    if (IsOneShot(metric)) continue;
+    absl::StatusOr<Series> series = ColumnSeries(*table, metric.column(), metrics_path);
+    if (!series.ok()) {
+      problem(series.status());
+      continue;
+    }
+    if (metric.kind() != Metric::ROUNDS_TO || metric.reached_at().empty()) {
+      data.metrics[i] = ComputeMetric(metric, *series);
+      continue;
+    }
+    absl::StatusOr<Series> at = ProgressSeries(*table, metric.reached_at(), metrics_path);
+    if (at.ok()) {
+      data.metrics[i] = ComputeMetric(metric, *series, &*at);
     } else {
-      data.problems.emplace_back(series.status().message());
+      problem(at.status());
     }
   }
-  if (absl::StatusOr<Series> curve = ColumnSeries(*table, spec.curve_column(), metrics_path);
-      curve.ok()) {
+  absl::StatusOr<Series> curve = ColumnSeries(*table, spec.curve_column(), metrics_path);
+  absl::StatusOr<Series> curve_x = Series{};
+  const bool by_round = spec.curve_x_column().empty() || spec.curve_x_column() == "round";
+  if (!by_round) curve_x = ProgressSeries(*table, spec.curve_x_column(), metrics_path);
+  if (!curve.ok()) problem(curve.status());
+  if (!curve_x.ok()) problem(curve_x.status());
+  if (curve.ok() && curve_x.ok()) {
     data.curve = *std::move(curve);
-  } else {
-    data.problems.emplace_back(curve.status().message());
+    data.curve_x = *std::move(curve_x);
   }
 
   if (spec.diagnostics().empty()) return data;

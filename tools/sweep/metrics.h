@@ -40,15 +40,43 @@ std::string MetricName(const Metric& metric);
 // Whether a column is shown as a percentage: its name contains "accuracy".
 bool IsAccuracyColumn(absl::string_view column);
 
+// The metrics.csv columns that measure how far a run has got, which a ROUNDS_TO
+// metric's reached_at and the sweep's curve_x_column may name (fl/metrics_sink.h):
+// the cumulative virtual_seconds, seconds, bytes_up and bytes_down, and the
+// counters of the rows since the previous row, clients, rejected, incomplete and
+// dropped, which count as their running sum.
+bool IsProgressColumn(absl::string_view column);
+// Whether `column` is one of those counters.
+bool IsCounterColumn(absl::string_view column);
+// Those columns, comma-separated, for error messages.
+std::string ProgressColumnList();
+// An axis's label for "round" or one of those columns: "round", "virtual
+// seconds", "client updates (cumulative)", ...
+std::string AxisLabel(absl::string_view column);
+// Whether the axis of "round" or one of those columns counts whole things
+// (rounds, updates, bytes) rather than seconds.
+bool IsWholeNumberAxis(absl::string_view column);
+
+// A progress column's (round, value) per row of metrics.csv, in file order; for
+// a counter the running sum up to and including the row. Errors as ColumnSeries'.
+absl::StatusOr<fl::report::Series> ProgressSeries(const fl::report::CsvTable& table,
+                                                  absl::string_view column,
+                                                  absl::string_view source);
+
 struct MetricValue {
   // False when the run cannot give the metric (its series is empty): "n/a".
   bool available = false;
-  // The value; for ROUNDS_TO the round, empty when the target was not reached.
+  // The value; for ROUNDS_TO the round (or reached_at's value), empty when the
+  // target was not reached.
   std::optional<double> value;
 };
 
-// `metric` (filled) over the evaluated rounds of a run's column.
-MetricValue ComputeMetric(const Metric& metric, const fl::report::Series& series);
+// `metric` (filled) over the evaluated rounds of a run's column. A ROUNDS_TO
+// metric with reached_at reads the value from `reached_at` (ProgressSeries of
+// that column) at the round that reaches the target: not available without it,
+// or when it has no value at that round.
+MetricValue ComputeMetric(const Metric& metric, const fl::report::Series& series,
+                          const fl::report::Series* reached_at = nullptr);
 
 // Whether `metric` reads one_shot.csv (it sets one_shot_row or one_shot_clients).
 bool IsOneShot(const Metric& metric);
@@ -75,6 +103,9 @@ struct RunData {
   // summary.json's peak_rss_mb, else the trailer's max_rss_mb (ru_maxrss).
   std::optional<double> peak_rss_mb;
   fl::report::Series curve;
+  // The sweep's curve_x_column per evaluated round (ProgressSeries); empty when
+  // it is the round. A run without that column has neither this nor `curve`.
+  fl::report::Series curve_x;
   // Diagnostic name (as the sweep gives it) -> its series, for those the run has.
   std::map<std::string, fl::report::Series> diagnostics;
   // What could not be read, each naming the file.
@@ -83,7 +114,7 @@ struct RunData {
 
 // Reads the run folder `dir` (which holds summary.json) and its `log` for
 // `spec`'s metrics (filled; from metrics.csv, or one_shot.csv for one-shot ones),
-// curve column and diagnostics.
+// curve column (against curve_x_column; empty means the round) and diagnostics.
 RunData LoadRunData(const std::string& dir, const std::string& log,
                     const fedkit::sweep::SweepSpec& spec);
 

@@ -39,6 +39,15 @@ constexpr char kOneShotCsv[] =
     "aggregate,split average,0,0.098,2.29,0.0006,\n"
     "aggregate,FedAvg (size-weighted),0,0.15,2.29,0.0004,\n";
 
+// A run with a virtual clock, evaluated every 5 rounds: clients and rejected
+// count the updates since the previous row; bytes_up, seconds and
+// virtual_seconds are cumulative. 80 % is first reached on the second row.
+constexpr char kClockCsv[] =
+    "round,test_accuracy,test_loss,clients,rejected,bytes_up,seconds,virtual_seconds\n"
+    "5,0.60,1.0,4,1,1000,0.5,12.5\n"
+    "10,0.81,0.7,3,0,2000,1.0,30.25\n"
+    "15,0.85,0.6,5,2,3000,1.5,41\n";
+
 Series Column(absl::string_view csv, absl::string_view column) {
   absl::StatusOr<CsvTable> table = ParseCsv(csv, "metrics.csv");
   EXPECT_TRUE(table.ok()) << table.status();
@@ -96,6 +105,102 @@ TEST(MetricsTest, RoundsToIsTheFirstEvaluatedRoundThatReachesTheTarget) {
   Metric loss = MakeMetric(Metric::ROUNDS_TO, "test_loss");
   loss.set_target(0.58);
   EXPECT_EQ(Value(loss, Column(kMetricsCsv, "test_loss")), 3);
+}
+
+Series Progress(absl::string_view csv, absl::string_view column) {
+  absl::StatusOr<CsvTable> table = ParseCsv(csv, "metrics.csv");
+  EXPECT_TRUE(table.ok()) << table.status();
+  absl::StatusOr<Series> series = ProgressSeries(*table, column, "metrics.csv");
+  EXPECT_TRUE(series.ok()) << series.status();
+  return series.value_or(Series{});
+}
+
+Metric ReachedAt(absl::string_view column, double target, absl::string_view metric_column = "") {
+  Metric metric;
+  metric.set_kind(Metric::ROUNDS_TO);
+  metric.set_target(target);
+  metric.set_reached_at(std::string(column));
+  metric.set_column(std::string(metric_column));
+  FillDefaults(metric);
+  return metric;
+}
+
+double ValueAt(const Metric& metric, absl::string_view csv = kClockCsv) {
+  const Series at = Progress(csv, metric.reached_at());
+  const MetricValue value = ComputeMetric(metric, Column(csv, metric.column()), &at);
+  EXPECT_TRUE(value.available);
+  return value.value.value_or(NAN);
+}
+
+TEST(MetricsTest, ProgressSeriesSumsCountersAndKeepsCumulativeColumns) {
+  const Series clients = Progress(kClockCsv, "clients");
+  ASSERT_EQ(clients.size(), 3u);
+  EXPECT_EQ(clients[0].round, 5);
+  EXPECT_EQ(clients[1].round, 10);
+  EXPECT_EQ(clients[2].round, 15);
+  EXPECT_EQ(clients[0].value, 4);
+  EXPECT_EQ(clients[1].value, 4 + 3);
+  EXPECT_EQ(clients[2].value, 4 + 3 + 5);
+  const Series virtual_seconds = Progress(kClockCsv, "virtual_seconds");
+  ASSERT_EQ(virtual_seconds.size(), 3u);
+  EXPECT_EQ(virtual_seconds[1].value, 30.25);
+  EXPECT_EQ(virtual_seconds[2].value, 41);
+  EXPECT_TRUE(IsCounterColumn("dropped"));
+  EXPECT_FALSE(IsCounterColumn("bytes_down"));
+  EXPECT_TRUE(IsProgressColumn("bytes_down"));
+  EXPECT_FALSE(IsProgressColumn("round"));
+  EXPECT_FALSE(IsProgressColumn("test_accuracy"));
+}
+
+TEST(MetricsTest, ReachedAtIsTheColumnAtTheRowThatReachesTheTarget) {
+  // The round itself: the second row's.
+  Metric rounds = MakeMetric(Metric::ROUNDS_TO);
+  rounds.set_target(0.8);
+  EXPECT_EQ(Value(rounds, Column(kClockCsv, "test_accuracy")), 10);
+  // Cumulative columns: the second row's value.
+  EXPECT_EQ(ValueAt(ReachedAt("virtual_seconds", 0.8)), 30.25);
+  EXPECT_EQ(ValueAt(ReachedAt("seconds", 0.8)), 1.0);
+  EXPECT_EQ(ValueAt(ReachedAt("bytes_up", 0.8)), 2000);
+  // Counters: rows 1 and 2 together, not the second row's alone nor the round.
+  EXPECT_EQ(ValueAt(ReachedAt("clients", 0.8)), 4 + 3);
+  EXPECT_EQ(ValueAt(ReachedAt("rejected", 0.8)), 1 + 0);
+  // Reached exactly on the last row; a lower-is-better column.
+  EXPECT_EQ(ValueAt(ReachedAt("clients", 0.85)), 4 + 3 + 5);
+  EXPECT_EQ(ValueAt(ReachedAt("virtual_seconds", 0.65, "test_loss")), 41);
+
+  const Metric never = ReachedAt("virtual_seconds", 0.9);
+  const Series at = Progress(kClockCsv, "virtual_seconds");
+  const MetricValue not_reached = ComputeMetric(never, Column(kClockCsv, "test_accuracy"), &at);
+  EXPECT_TRUE(not_reached.available);
+  EXPECT_FALSE(not_reached.value.has_value());
+  // Without the column's values the metric has none ("n/a"), not the round.
+  EXPECT_FALSE(
+      ComputeMetric(ReachedAt("virtual_seconds", 0.8), Column(kClockCsv, "test_accuracy"))
+          .available);
+}
+
+TEST(MetricsTest, ReachedAtWithoutAValueAtThatRoundIsNotAvailable) {
+  const std::string csv =
+      "round,test_accuracy,virtual_seconds\n"
+      "1,0.5,10\n"
+      "2,0.9,\n";
+  const Series at = Progress(csv, "virtual_seconds");
+  EXPECT_FALSE(
+      ComputeMetric(ReachedAt("virtual_seconds", 0.8), Column(csv, "test_accuracy"), &at)
+          .available);
+}
+
+TEST(MetricsTest, ReachedAtLabelsAndNames) {
+  const Metric virtual_time = ReachedAt("virtual_seconds", 0.8);
+  EXPECT_EQ(virtual_time.label(), "virtual s to 80%");
+  EXPECT_EQ(MetricName(virtual_time), "rounds_to_0.8_test_accuracy_at_virtual_seconds");
+  const Metric updates = ReachedAt("clients", 0.8);
+  EXPECT_EQ(updates.label(), "updates to 80%");
+  EXPECT_EQ(MetricName(updates), "rounds_to_0.8_test_accuracy_at_clients");
+  EXPECT_EQ(ReachedAt("bytes_up", 0.5, "test_loss").label(), "bytes up to 0.5 test_loss");
+  EXPECT_EQ(AxisLabel("virtual_seconds"), "virtual seconds");
+  EXPECT_EQ(AxisLabel("clients"), "client updates (cumulative)");
+  EXPECT_EQ(AxisLabel("round"), "round");
 }
 
 TEST(MetricsTest, SumIsTheTotalOverTheRows) {
@@ -304,6 +409,55 @@ TEST(MetricsTest, LoadsAOneShotRunsMetricsFromItsReport) {
   EXPECT_DOUBLE_EQ(data.metrics[3].value.value_or(0), 0.616);
   ASSERT_EQ(data.problems.size(), 1u);
   EXPECT_THAT(data.problems[0], HasSubstr("one_shot.csv: no aggregate row labelled \"OT fusion\""));
+}
+
+TEST(MetricsTest, LoadsReachedAtAndCurvesAgainstAColumn) {
+  const std::filesystem::path dir = std::filesystem::path(std::getenv("TEST_TMPDIR")) / "clock_run";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "metrics.csv") << kClockCsv;
+  std::ofstream(dir / "summary.json") << "{\"wall_seconds\": 2.0}";
+  fedkit::sweep::SweepSpec spec;
+  *spec.add_metrics() = ReachedAt("virtual_seconds", 0.8);
+  *spec.add_metrics() = ReachedAt("clients", 0.8);
+  spec.set_curve_column("test_accuracy");
+  spec.set_curve_x_column("clients");
+  RunData data = LoadRunData(dir.string(), dir.string() + ".log", spec);
+  EXPECT_TRUE(data.problems.empty()) << data.problems[0];
+  EXPECT_EQ(data.metrics[0].value, 30.25);
+  EXPECT_EQ(data.metrics[1].value, 7);
+  ASSERT_EQ(data.curve.size(), 3u);
+  ASSERT_EQ(data.curve_x.size(), 3u);
+  EXPECT_EQ(data.curve_x[2].value, 12);
+  // Against the round: no x series.
+  spec.set_curve_x_column("round");
+  EXPECT_TRUE(LoadRunData(dir.string(), dir.string() + ".log", spec).curve_x.empty());
+}
+
+TEST(MetricsTest, AnOlderRunWithoutTheColumnHasAProblemNamingTheFile) {
+  // kMetricsCsv predates the virtual clock: no virtual_seconds column.
+  const std::filesystem::path dir = std::filesystem::path(std::getenv("TEST_TMPDIR")) / "old_run";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "metrics.csv") << kMetricsCsv;
+  std::ofstream(dir / "summary.json") << "{\"wall_seconds\": 2.0}";
+  fedkit::sweep::SweepSpec spec;
+  *spec.add_metrics() = ReachedAt("virtual_seconds", 0.8);
+  *spec.add_metrics() = ReachedAt("clients", 0.8);
+  *spec.add_metrics() = ReachedAt("virtual_seconds", 0.85);
+  spec.set_curve_column("test_accuracy");
+  RunData data = LoadRunData(dir.string(), dir.string() + ".log", spec);
+  EXPECT_FALSE(data.metrics[0].available);
+  EXPECT_EQ(data.metrics[1].value, 8);  // reached on round 2: 4 + 4 clients
+  EXPECT_FALSE(data.metrics[2].available);
+  // One problem for the column, however many metrics miss it.
+  ASSERT_EQ(data.problems.size(), 1u);
+  EXPECT_EQ(data.problems[0], (dir / "metrics.csv").string() + ": no column \"virtual_seconds\"");
+  // Its curve against the round is still there; against virtual time it has none.
+  EXPECT_EQ(data.curve.size(), 4u);
+  spec.set_curve_x_column("virtual_seconds");
+  data = LoadRunData(dir.string(), dir.string() + ".log", spec);
+  EXPECT_TRUE(data.curve.empty());
+  EXPECT_TRUE(data.curve_x.empty());
+  EXPECT_EQ(data.problems.size(), 1u);
 }
 
 }  // namespace

@@ -27,6 +27,11 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 bool IsRoundsTo(const Metric& metric) { return metric.kind() == Metric::ROUNDS_TO; }
 
+// A ROUNDS_TO metric that gives the round (not reached_at's column).
+bool CountsRounds(const Metric& metric) {
+  return IsRoundsTo(metric) && metric.reached_at().empty();
+}
+
 // Shown as a percentage: an accuracy (not a count or a total of one) without a
 // scale of its own.
 bool IsPercent(const Metric& metric) {
@@ -41,11 +46,11 @@ struct Display {
 };
 
 // Percent with 2 decimals for accuracies, rounds with 1 (means over seeds), else
-// times the metric's scale with the decimals that give `shown` (the number the
-// others go with, as the table shows it) 4 significant digits, so that a mean's
-// sd and range share them.
+// (reached_at's values too) times the metric's scale with the decimals that give
+// `shown` (the number the others go with, as the table shows it) 4 significant
+// digits, so that a mean's sd and range share them.
 Display DisplayAround(const Metric& metric, double shown) {
-  if (IsRoundsTo(metric)) return {1.0, 1};
+  if (CountsRounds(metric)) return {1.0, 1};
   if (IsPercent(metric)) return {100.0, 2};
   Display display{metric.has_scale() ? metric.scale() : 1.0, 0};
   shown = std::fabs(shown);
@@ -213,8 +218,8 @@ std::string DifferenceCell(const Metric& metric, int m,
   const Display display = DisplayOf(metric, d.mean);
   std::string text = Format(display, d.mean, /*sign=*/true);
   if (d.n >= 2) {
-    // Each ROUNDS_TO difference is one of two rounds: a whole number.
-    const Display bounds = IsRoundsTo(metric) ? Display{1.0, 0} : display;
+    // Each difference of rounds is one of two rounds: a whole number.
+    const Display bounds = CountsRounds(metric) ? Display{1.0, 0} : display;
     absl::StrAppend(&text, " [", Format(bounds, d.min, true), ", ", Format(bounds, d.max, true),
                     "]");
   }
@@ -269,7 +274,39 @@ std::string JsonArray(const std::vector<T>& values) {
   return absl::StrCat("[", absl::StrJoin(cells, ", "), "]");
 }
 
+// `ys` combined over the rounds they all have (CombineSeries) and drawn against
+// the round, or, with `xs` (the runs' x columns, in the same order), against the
+// mean of xs over the runs at each of those rounds that every x column has too.
+VariantCurve CurveOf(const std::string& label, int variant, const std::vector<const Series*>& ys,
+                     const std::vector<const Series*>& xs) {
+  VariantCurve curve{label, variant, static_cast<int>(ys.size()), CombineSeries(ys), {}};
+  if (xs.empty()) {
+    curve.x.assign(curve.band.rounds.begin(), curve.band.rounds.end());
+    return curve;
+  }
+  const Band x_band = CombineSeries(xs);
+  std::map<int, double> x_at;
+  for (size_t i = 0; i < x_band.rounds.size(); ++i) x_at[x_band.rounds[i]] = x_band.mean[i];
+  Band kept;
+  const Band& band = curve.band;
+  for (size_t i = 0; i < band.rounds.size(); ++i) {
+    auto it = x_at.find(band.rounds[i]);
+    if (it == x_at.end()) continue;
+    kept.rounds.push_back(band.rounds[i]);
+    kept.mean.push_back(band.mean[i]);
+    kept.min.push_back(band.min[i]);
+    kept.max.push_back(band.max[i]);
+    curve.x.push_back(it->second);
+  }
+  curve.band = std::move(kept);
+  return curve;
+}
+
 }  // namespace
+
+std::string CurveXColumn(const SweepSpec& spec) {
+  return spec.curve_x_column().empty() ? std::string("round") : spec.curve_x_column();
+}
 
 const char* StatusText(RunStatus status) {
   switch (status) {
@@ -393,10 +430,15 @@ SweepTables ComputeTables(const SweepSpec& spec, const TableContext& context,
 
   bool accuracy = false;
   bool rounds_to = false;
+  bool reached_at = false;
   for (const Metric& metric : spec.metrics()) {
     accuracy |= IsPercent(metric);
     rounds_to |= IsRoundsTo(metric);
+    reached_at |= IsRoundsTo(metric) && !CountsRounds(metric);
   }
+  // What a ROUNDS_TO metric's values are called in the notes.
+  const std::string to_target =
+      reached_at ? "Rounds (or a column's value at that round) to a target" : "Rounds to a target";
   // The variants others are compared to (none when every variant is its own
   // reference: then there are no differences to show), and whether that is not
   // the sweep's baseline alone (then the differences table names each row's).
@@ -413,7 +455,7 @@ SweepTables ComputeTables(const SweepSpec& spec, const TableContext& context,
   tables.results_note = absl::StrCat(
       "Mean ± sample standard deviation over the seeds; (n=k): only k of the ", seeds,
       " seeds finished.", accuracy ? " Accuracies in %." : "",
-      rounds_to ? " Rounds to a target: mean over the seeds that reached it." : "",
+      rounds_to ? absl::StrCat(" ", to_target, ": mean over the seeds that reached it.") : "",
       references ? absl::StrCat(" ", spec.reference_label(),
                                 " (…): the sweep file's numbers, not these runs'.")
                  : "",
@@ -445,7 +487,7 @@ SweepTables ComputeTables(const SweepSpec& spec, const TableContext& context,
       " on the same seed (same partition, initialisation and client sampling): "
       "mean [min, max] over the seeds both finished (n=k where fewer have the metric).",
       accuracy ? " Accuracies in percentage points." : "",
-      rounds_to ? " Rounds to a target: over the seeds where both reached it." : "");
+      rounds_to ? absl::StrCat(" ", to_target, ": over the seeds where both reached it.") : "");
   TextTable& differences = tables.differences;
   differences.header = {"variant"};
   if (own_baselines) differences.header.push_back("vs");
@@ -491,24 +533,29 @@ std::string TableMarkdown(const SweepSpec& spec, const TableContext& context,
 
 SweepCurves ComputeCurves(const SweepSpec& spec, const std::vector<RunRecord>& runs) {
   SweepCurves curves;
+  curves.x_column = CurveXColumn(spec);
+  const bool by_round = curves.x_column == "round";
   std::map<std::string, std::vector<VariantCurve>> diagnostics;
   for (int v = 0; v < spec.variants_size(); ++v) {
     const SweepSpec::Variant& variant = spec.variants(v);
     std::vector<const Series*> series;
+    std::vector<const Series*> xs;
     std::map<std::string, std::vector<const Series*>> diagnostic_series;
     for (const auto& [seed, run] : RunsOf(runs, variant.name())) {
       if (run->status != RunStatus::kFinished) continue;
+      // A run without the x column has no curve (LoadRunData lists the problem).
+      if (!by_round && run->data.curve_x.empty()) continue;
       series.push_back(&run->data.curve);
+      xs.push_back(&run->data.curve_x);
       for (const auto& [name, values] : run->data.diagnostics) {
         diagnostic_series[name].push_back(&values);
       }
     }
     if (series.empty()) continue;
     curves.variants.push_back(
-        {variant.label(), v, static_cast<int>(series.size()), CombineSeries(series)});
+        CurveOf(variant.label(), v, series, by_round ? std::vector<const Series*>{} : xs));
     for (const auto& [name, values] : diagnostic_series) {
-      diagnostics[name].push_back(
-          {variant.label(), v, static_cast<int>(values.size()), CombineSeries(values)});
+      diagnostics[name].push_back(CurveOf(variant.label(), v, values, {}));
     }
   }
   for (const std::string& name : spec.diagnostics()) {
@@ -523,10 +570,11 @@ std::string CurvesJson(const SweepSpec& spec, const std::vector<RunRecord>& runs
   std::vector<std::string> variants;
   for (const VariantCurve& curve : curves.variants) {
     const Band& band = curve.band;
-    variants.push_back(
-        absl::StrCat("{\"label\": ", fl::JsonString(curve.label), ", \"runs\": ", curve.runs,
-                     ", \"rounds\": ", JsonArray(band.rounds), ", \"mean\": ", JsonArray(band.mean),
-                     ", \"min\": ", JsonArray(band.min), ", \"max\": ", JsonArray(band.max), "}"));
+    variants.push_back(absl::StrCat(
+        "{\"label\": ", fl::JsonString(curve.label), ", \"runs\": ", curve.runs,
+        ", \"rounds\": ", JsonArray(band.rounds), ", \"x\": ", JsonArray(curve.x),
+        ", \"mean\": ", JsonArray(band.mean), ", \"min\": ", JsonArray(band.min),
+        ", \"max\": ", JsonArray(band.max), "}"));
   }
   std::vector<std::string> panels;
   for (const DiagnosticCurves& panel : curves.diagnostics) {
@@ -543,6 +591,9 @@ std::string CurvesJson(const SweepSpec& spec, const std::vector<RunRecord>& runs
   return absl::StrCat("{\"title\": ", fl::JsonString(spec.title()),
                       ",\n \"column\": ", fl::JsonString(spec.curve_column()),
                       ",\n \"percent\": ", IsAccuracyColumn(spec.curve_column()) ? "true" : "false",
+                      ",\n \"x_column\": ", fl::JsonString(curves.x_column),
+                      ",\n \"x_label\": ", fl::JsonString(AxisLabel(curves.x_column)),
+                      ",\n \"x_integer\": ", IsWholeNumberAxis(curves.x_column) ? "true" : "false",
                       ",\n \"variants\": [", absl::StrJoin(variants, ",\n  "),
                       "],\n \"diagnostics\": [", absl::StrJoin(panels, ",\n  "), "]}\n");
 }

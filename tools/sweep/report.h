@@ -112,18 +112,23 @@ struct SweepTables {
 };
 
 // What the reports draw: per variant the curve column's band over its finished
-// runs (mean, min and max per round), and per diagnostic each variant's mean.
+// runs (mean, min and max per round) against the curve's x column, and per
+// diagnostic each variant's mean against the round.
 struct VariantCurve {
   std::string label;
   int variant = 0;  // the variant's index in the sweep (its colour in every chart)
   int runs = 0;
   Band band;
+  // Where each of band.rounds is drawn: the round, or the mean over the runs of
+  // the sweep's curve_x_column there (those rounds only where every run has it).
+  std::vector<double> x;
 };
 struct DiagnosticCurves {
   std::string name;
   std::vector<VariantCurve> variants;  // those whose runs have the diagnostic
 };
 struct SweepCurves {
+  std::string x_column;  // CurveXColumn: what variants' x values are
   std::vector<VariantCurve> variants;
   std::vector<DiagnosticCurves> diagnostics;  // in the sweep's order
 };
@@ -136,6 +141,8 @@ struct SweepCurves {
 SweepTables ComputeTables(const fedkit::sweep::SweepSpec& spec, const TableContext& context,
                           const std::vector<RunRecord>& runs);
 SweepCurves ComputeCurves(const fedkit::sweep::SweepSpec& spec, const std::vector<RunRecord>& runs);
+// The sweep's curve_x_column, "round" when empty.
+std::string CurveXColumn(const fedkit::sweep::SweepSpec& spec);
 std::string RunsCsv(const fedkit::sweep::SweepSpec& spec, const std::vector<RunRecord>& runs);
 std::string TableMarkdown(const fedkit::sweep::SweepSpec& spec, const TableContext& context,
                           const std::vector<RunRecord>& runs);

@@ -297,9 +297,135 @@ TEST_F(TableTest, CurvesJsonWritesNonFiniteDiagnosticsAsNull) {
 TEST_F(TableTest, CurvesJsonHasEachVariantsBand) {
   const std::string json = CurvesJson(spec_, runs_);
   EXPECT_THAT(json, HasSubstr("\"percent\": true"));
+  EXPECT_THAT(json, HasSubstr("\"x_column\": \"round\",\n \"x_label\": \"round\",\n "
+                              "\"x_integer\": true"));
   EXPECT_THAT(json, HasSubstr("{\"label\": \"New\", \"runs\": 2, \"rounds\": [1, 2, 3], "
+                              "\"x\": [1, 2, 3], "
                               "\"mean\": [0.79, 0.855, 0.865], \"min\": [0.78, 0.84, 0.85], "
                               "\"max\": [0.8, 0.87, 0.88]}"));
+}
+
+// The same sweep's runs with a virtual clock and client counts: the metrics say
+// what virtual time and how many client updates each run took to reach 85 %.
+class ReachedAtTest : public ::testing::Test {
+ protected:
+  ReachedAtTest() {
+    auto* base = spec_.add_variants();
+    base->set_name("base");
+    base->set_label("Base");
+    auto* variant = spec_.add_variants();
+    variant->set_name("new");
+    variant->set_label("New");
+    spec_.set_baseline("base");
+    spec_.set_title("Clock sweep");
+    spec_.set_curve_column("test_accuracy");
+    for (const char* column : {"virtual_seconds", "clients"}) {
+      Metric* metric = spec_.add_metrics();
+      metric->set_kind(Metric::ROUNDS_TO);
+      metric->set_target(0.85);
+      metric->set_reached_at(column);
+      FillDefaults(*metric);
+    }
+    // 4 clients a row. Reached on  virtual s  updates
+    // base 1  row 3               37.5       12
+    // base 2  row 3               33         12
+    // base 3  row 2               24.5       8
+    // new 1   row 2               11.25      8
+    // new 2   row 3               19.75      12
+    runs_ = {Finished("base", 1, {0.70, 0.84, 0.86}, {10, 25, 37.5}),
+             Finished("base", 2, {0.72, 0.80, 0.86}, {9, 20, 33}),
+             Finished("base", 3, {0.75, 0.86, 0.81}, {12, 24.5, 40}),
+             Finished("new", 1, {0.80, 0.87, 0.88}, {5, 11.25, 17}),
+             Finished("new", 2, {0.78, 0.84, 0.85}, {6, 13, 19.75})};
+  }
+
+  RunRecord Finished(const std::string& variant, uint64_t seed, const std::vector<double>& accuracy,
+                     const std::vector<double>& virtual_seconds) {
+    std::string csv = "round,test_accuracy,clients,virtual_seconds\n";
+    for (size_t i = 0; i < accuracy.size(); ++i) {
+      absl::StrAppend(&csv, i + 1, ",", accuracy[i], ",4,", virtual_seconds[i], "\n");
+    }
+    absl::StatusOr<CsvTable> table = ParseCsv(csv, "metrics.csv");
+    EXPECT_TRUE(table.ok());
+    RunRecord run;
+    run.variant = variant;
+    run.seed = seed;
+    run.status = RunStatus::kFinished;
+    const Series accuracy_series = *ColumnSeries(*table, "test_accuracy", "metrics.csv");
+    for (const Metric& metric : spec_.metrics()) {
+      const Series at = *ProgressSeries(*table, metric.reached_at(), "metrics.csv");
+      run.data.metrics.push_back(ComputeMetric(metric, accuracy_series, &at));
+    }
+    run.data.curve = accuracy_series;
+    run.data.curve_x = *ProgressSeries(*table, "virtual_seconds", "metrics.csv");
+    return run;
+  }
+
+  std::string Table() {
+    TableContext context;
+    context.command = "bazel run //tools/sweep -- --sweep=x.sweep.textproto";
+    context.base_spec = "base.textproto";
+    context.seeds = {1, 2, 3};
+    return TableMarkdown(spec_, context, runs_);
+  }
+
+  fedkit::sweep::SweepSpec spec_;
+  std::vector<RunRecord> runs_;
+};
+
+TEST_F(ReachedAtTest, ResultsHaveFourSignificantDigits) {
+  const std::string table = Table();
+  EXPECT_THAT(table, HasSubstr("| variant | virtual s to 85% | updates to 85% | wall time |"));
+  // Base: mean (37.5 + 33 + 24.5) / 3 = 31.667, sd 6.602; updates 10.667 ± 2.309.
+  EXPECT_THAT(table, HasSubstr("| Base (baseline) | 31.67 ± 6.60 (3/3 reached) | "
+                               "10.67 ± 2.31 (3/3 reached) |"));
+  // New: (11.25 + 19.75) / 2 = 15.5, sd 6.010; updates 10 ± 2.828.
+  EXPECT_THAT(table,
+              HasSubstr("| New | 15.50 ± 6.01 (2/2 reached) | 10.00 ± 2.83 (2/2 reached) |"));
+  EXPECT_THAT(table, HasSubstr(" Rounds (or a column's value at that round) to a target: mean "
+                               "over the seeds that reached it."));
+}
+
+TEST_F(ReachedAtTest, PairedDifferencesAsForOtherNumbers) {
+  // Seed 1: 11.25 - 37.5 = -26.25, seed 2: 19.75 - 33 = -13.25; updates 8 - 12
+  // and 12 - 12. The range keeps the mean's decimals (rounds' would have none).
+  EXPECT_THAT(Table(),
+              HasSubstr("| New | 2 | -19.75 [-26.25, -13.25] | -2.000 [-4.000, +0.000] |"));
+}
+
+TEST_F(ReachedAtTest, RunsCsvNamesTheColumn) {
+  EXPECT_THAT(RunsCsv(spec_, runs_),
+              HasSubstr("variant,seed,rounds_to_0.85_test_accuracy_at_virtual_seconds,"
+                        "rounds_to_0.85_test_accuracy_at_clients,wall_seconds,peak_rss_mb,stale\n"
+                        "base,1,37.5,12,,,false\n"));
+}
+
+TEST_F(ReachedAtTest, CurvesAgainstTheMeanOfTheXColumn) {
+  spec_.set_curve_x_column("virtual_seconds");
+  SweepCurves curves = ComputeCurves(spec_, runs_);
+  EXPECT_EQ(curves.x_column, "virtual_seconds");
+  ASSERT_EQ(curves.variants.size(), 2u);
+  // New: seeds at {5, 11.25, 17} and {6, 13, 19.75} virtual seconds.
+  EXPECT_EQ(curves.variants[1].x, (std::vector<double>{5.5, 12.125, 18.375}));
+  EXPECT_EQ(curves.variants[1].band.rounds, (std::vector<int>{1, 2, 3}));
+  EXPECT_NEAR(curves.variants[1].band.mean[2], 0.865, 1e-12);
+  EXPECT_THAT(CurvesJson(spec_, runs_),
+              HasSubstr("\"x_column\": \"virtual_seconds\",\n \"x_label\": \"virtual "
+                        "seconds\",\n \"x_integer\": false"));
+  EXPECT_THAT(CurvesJson(spec_, runs_), HasSubstr("\"x\": [5.5, 12.125, 18.375]"));
+
+  // A round some run has no x value at is left out; a run without the column
+  // (an older one) has no curve.
+  runs_[4].data.curve_x.erase(runs_[4].data.curve_x.begin() + 1);
+  runs_[3].data.curve_x.clear();
+  curves = ComputeCurves(spec_, runs_);
+  EXPECT_EQ(curves.variants[1].runs, 1);
+  EXPECT_EQ(curves.variants[1].x, (std::vector<double>{6, 19.75}));
+  EXPECT_EQ(curves.variants[1].band.rounds, (std::vector<int>{1, 3}));
+  EXPECT_EQ(curves.variants[1].band.mean, (std::vector<double>{0.78, 0.85}));
+  // Against the round, every run counts, whatever its x column.
+  spec_.clear_curve_x_column();
+  EXPECT_EQ(ComputeCurves(spec_, runs_).variants[1].runs, 2);
 }
 
 }  // namespace

@@ -77,11 +77,21 @@ void CheckMetrics(SweepSpec& spec, fl::ErrorList& errors) {
     if (metric.has_target() && metric.kind() != Metric::ROUNDS_TO) {
       errors.Add(path + ".target", "only ROUNDS_TO takes a target");
     }
-    if (metric.has_scale() && (metric.kind() == Metric::ROUNDS_TO || metric.scale() == 0 ||
-                               !std::isfinite(metric.scale()))) {
+    if (!metric.reached_at().empty() && metric.kind() != Metric::ROUNDS_TO) {
+      errors.Add(path + ".reached_at", "only ROUNDS_TO takes reached_at");
+    } else if (!metric.reached_at().empty() && !IsProgressColumn(metric.reached_at())) {
+      errors.Add(path + ".reached_at",
+                 absl::StrCat("\"", metric.reached_at(), "\" is not a metrics.csv column it can "
+                              "read; one of ", ProgressColumnList()));
+    }
+    // ROUNDS_TO counts rounds, unless it reads another column (reached_at).
+    const bool counts_rounds = metric.kind() == Metric::ROUNDS_TO && metric.reached_at().empty();
+    if (metric.has_scale() &&
+        (counts_rounds || metric.scale() == 0 || !std::isfinite(metric.scale()))) {
       errors.Add(path + ".scale",
-                 metric.kind() == Metric::ROUNDS_TO
-                     ? std::string("ROUNDS_TO counts rounds and takes no scale")
+                 counts_rounds
+                     ? std::string("ROUNDS_TO counts rounds and takes no scale (unless it "
+                                   "has reached_at)")
                      : absl::StrCat("must be a finite number other than 0, got ", metric.scale()));
     }
     if (metric.has_target() && !std::isfinite(metric.target())) {
@@ -299,6 +309,14 @@ absl::StatusOr<Sweep> LoadSweep(const std::string& path, const SweepFlags& flags
 
   if (spec.title().empty()) spec.set_title(Stem(file));
   if (spec.curve_column().empty()) spec.set_curve_column("test_accuracy");
+  if (spec.curve_x_column().empty()) {
+    spec.set_curve_x_column("round");
+  } else if (spec.curve_x_column() != "round" && !IsProgressColumn(spec.curve_x_column())) {
+    errors.Add("curve_x_column", absl::StrCat("\"", spec.curve_x_column(),
+                                              "\" is not round or a metrics.csv column it can "
+                                              "draw against: ",
+                                              ProgressColumnList()));
+  }
   for (int i = 0; i < spec.diagnostics_size(); ++i) {
     if (spec.diagnostics(i).empty()) errors.Add(absl::StrCat("diagnostics[", i, "]"), "empty");
   }

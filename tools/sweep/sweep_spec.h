@@ -25,7 +25,8 @@ struct SweepFlags {
 
 struct Sweep {
   // With every default filled in: title, variant labels, metric columns, k and
-  // labels, the metric of each reference, reference label, curve column.
+  // labels, the metric of each reference, reference label, curve column and its
+  // x column.
   fedkit::sweep::SweepSpec spec;
   std::string base_spec_path;  // absolute
   fedkit::ExperimentSpec base;

@@ -249,6 +249,50 @@ baseline: "fedavg"
             "them different labels");
 }
 
+TEST(SweepSpecTest, ReachedAtAndCurveXColumnTakeProgressColumns) {
+  absl::StatusOr<Sweep> sweep = Load(absl::StrCat(kFedAvgAndFedExp, R"(
+metrics { kind: ROUNDS_TO target: 0.8 reached_at: "virtual_seconds" }
+metrics { kind: ROUNDS_TO target: 0.8 reached_at: "clients" }
+metrics { kind: ROUNDS_TO target: 0.8 reached_at: "bytes_up" scale: 1e-6 label: "MB up to 80%" }
+curve_x_column: "virtual_seconds"
+)"));
+  ASSERT_TRUE(sweep.ok()) << sweep.status();
+  EXPECT_EQ(sweep->spec.metrics(1).label(), "virtual s to 80%");
+  EXPECT_EQ(sweep->spec.metrics(2).label(), "updates to 80%");
+  EXPECT_EQ(sweep->spec.curve_x_column(), "virtual_seconds");
+  sweep = Load(kFedAvgAndFedExp);
+  ASSERT_TRUE(sweep.ok()) << sweep.status();
+  EXPECT_EQ(sweep->spec.curve_x_column(), "round");
+}
+
+TEST(SweepSpecTest, BadReachedAtAndCurveXColumnNameTheField) {
+  absl::StatusOr<Sweep> sweep = Load(R"(
+variants { name: "fedavg" }
+seeds: [1]
+metrics { kind: FINAL reached_at: "clients" }
+metrics { kind: ROUNDS_TO target: 0.8 reached_at: "round" }
+metrics { kind: ROUNDS_TO target: 0.8 reached_at: "test_loss" }
+metrics { kind: ROUNDS_TO target: 0.8 scale: 2 }
+baseline: "fedavg"
+curve_x_column: "wall_seconds"
+)");
+  ASSERT_FALSE(sweep.ok());
+  // Nothing else is wrong with the file: these are all its errors.
+  EXPECT_EQ(std::string(sweep.status().message()),
+            "metrics[0].reached_at: only ROUNDS_TO takes reached_at\n"
+            "metrics[1].reached_at: \"round\" is not a metrics.csv column it can read; one of "
+            "virtual_seconds, seconds, bytes_up, bytes_down, clients, rejected, incomplete, "
+            "dropped\n"
+            "metrics[2].reached_at: \"test_loss\" is not a metrics.csv column it can read; one of "
+            "virtual_seconds, seconds, bytes_up, bytes_down, clients, rejected, incomplete, "
+            "dropped\n"
+            "metrics[3].scale: ROUNDS_TO counts rounds and takes no scale (unless it has "
+            "reached_at)\n"
+            "curve_x_column: \"wall_seconds\" is not round or a metrics.csv column it can draw "
+            "against: virtual_seconds, seconds, bytes_up, bytes_down, clients, rejected, "
+            "incomplete, dropped");
+}
+
 TEST(SweepSpecTest, AMissingBaseSpecIsNamed) {
   const fs::path path = fs::path(std::getenv("TEST_TMPDIR")) / "missing_base.sweep.textproto";
   std::ofstream(path) << "base_spec: \"nowhere.textproto\"\n" << kFedAvgAndFedExp;
