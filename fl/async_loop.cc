@@ -17,8 +17,15 @@
 // itself if no worker has started it. What a task computes depends only on its
 // client and version, so the result is the same for any number of workers. The
 // server keeps the model versions that clients in flight still train from.
+//
+// With online windows (ServerConfig::next_window) only online clients start, and a
+// client whose window closes before its task ends arrives then, untrained, and is
+// counted as dropped out; when no idle client is online the free slots wait for
+// the first to come online.
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <thread>
@@ -69,8 +76,20 @@ class Server::AsyncLoop {
   // The aggregator's plan for the next server step, from the current model: the
   // version new clients start from.
   absl::Status OpenVersion();
-  // Starts one idle client at the current time from the newest version.
-  void Dispatch();
+  // Starts idle clients at the current time from the newest version until
+  // `concurrency` are in flight or (with online windows) none is online.
+  void FillSlots();
+  // The client to start: drawn uniformly from the idle clients that have not
+  // trained from the newest version, or (when every idle one has) from the idle
+  // ones; with online windows from those online, and none when none is (then
+  // wake_ says when the first will be).
+  std::optional<int> DrawIdle();
+  std::optional<int> DrawOnline();
+  void Start(int client);
+  // The dispatch's `attempt`-th draw in [0, range).
+  int Draw(uint64_t attempt, int range) const;
+  // With online windows: whether the task of `event` ends with its client offline.
+  bool Departs(const ClientEvent& event) const;
   // Takes the earliest arrival: its update triaged and accumulated, the clock
   // advanced; fails when nothing has been accepted for 10 x num_clients arrivals.
   absl::Status Arrive(const ClientEvent& event);
@@ -106,6 +125,9 @@ class Server::AsyncLoop {
   // The virtual clock, and when the current server step began.
   double now_;
   double step_started_;
+  // With online windows, when some idle client comes online next (infinite when
+  // none ever does), as of the last draw that found none online.
+  double wake_ = std::numeric_limits<double>::infinity();
   int64_t dispatches_ = 0;
   int buffered_ = 0;
   // Arrivals since the last accepted one: a run that accepts nothing stops.
@@ -183,37 +205,74 @@ absl::Status Server::AsyncLoop::OpenVersion() {
   return absl::OkStatus();
 }
 
-void Server::AsyncLoop::Dispatch() {
-  // Uniform over the idle clients that have not trained from this version, or
-  // (when every idle client has) over the idle ones.
+void Server::AsyncLoop::FillSlots() {
+  while (in_flight_count_ < async_.concurrency) {
+    const std::optional<int> client = server_.config_.next_window ? DrawOnline() : DrawIdle();
+    if (!client.has_value()) return;
+    Start(*client);
+  }
+}
+
+int Server::AsyncLoop::Draw(uint64_t attempt, int range) const {
+  // A hash of (dispatch, attempt), reduced modulo the range (its bias is below
+  // 2^-40 for any realistic federation): cheaper than seeding a generator for every
+  // dispatch, and the same on every standard library.
+  return static_cast<int>(DeriveSeed(server_.config_.seed, SeedStream::kAsyncDispatch,
+                                     {static_cast<uint64_t>(dispatches_), attempt}) %
+                          static_cast<uint64_t>(range));
+}
+
+std::optional<int> Server::AsyncLoop::DrawIdle() {
   const int idle = num_clients_ - in_flight_count_;
   CHECK_GT(idle, 0) << "concurrency is at most the number of clients";
   const int fresh = idle - idle_on_version_;
   auto eligible = [&](int k) {
     return !in_flight_[k] && (fresh == 0 || last_version_[k] != version_);
   };
-  // Draw a (dispatch, attempt) -> a 64-bit hash, reduced modulo the range (its
-  // bias is below 2^-40 for any realistic federation): cheaper than seeding a
-  // generator for every dispatch, and the same on every standard library.
-  const uint64_t dispatch = static_cast<uint64_t>(dispatches_++);
-  uint64_t attempt = 0;
-  auto draw = [&](int range) {
-    return static_cast<int>(
-        DeriveSeed(server_.config_.seed, SeedStream::kAsyncDispatch, {dispatch, attempt++}) %
-        static_cast<uint64_t>(range));
-  };
   const int candidates = fresh > 0 ? fresh : idle;
+  uint64_t attempt = 0;
   int client = 0;
   if (candidates >= num_clients_ / 8) {
     // Most clients qualify: draw until one does (a few draws).
-    do client = draw(num_clients_); while (!eligible(client));
+    do client = Draw(attempt++, num_clients_); while (!eligible(client));
   } else {
-    int nth = draw(candidates);
+    int nth = Draw(attempt, candidates);
     for (;; ++client) {
       if (eligible(client) && nth-- == 0) break;
     }
   }
-  if (fresh == 0) --idle_on_version_;
+  return client;
+}
+
+std::optional<int> Server::AsyncLoop::DrawOnline() {
+  // A scan of every client: the online set changes with the clock.
+  std::vector<int> fresh, idle;
+  wake_ = std::numeric_limits<double>::infinity();
+  for (int k = 0; k < num_clients_; ++k) {
+    if (in_flight_[k]) continue;
+    const OnlineWindow window = server_.config_.next_window(server_.clients_[k]->id(), now_);
+    if (window.start > now_) {
+      wake_ = std::min(wake_, window.start);
+      continue;
+    }
+    (last_version_[k] != version_ ? fresh : idle).push_back(k);
+  }
+  const std::vector<int>& pool = fresh.empty() ? idle : fresh;
+  if (pool.empty()) return std::nullopt;
+  return pool[static_cast<size_t>(Draw(0, static_cast<int>(pool.size())))];
+}
+
+bool Server::AsyncLoop::Departs(const ClientEvent& event) const {
+  // A task that would end at or after its window's close arrives at the close
+  // (Start), when the client is offline; one that ends in time finds it online.
+  return server_.config_.next_window &&
+         server_.config_.next_window(server_.clients_[event.client]->id(), event.time).start >
+             event.time;
+}
+
+void Server::AsyncLoop::Start(int client) {
+  ++dispatches_;
+  if (last_version_[client] == version_) --idle_on_version_;
   ++in_flight_count_;
   in_flight_[client] = 1;
   last_version_[client] = version_;
@@ -224,10 +283,13 @@ void Server::AsyncLoop::Dispatch() {
     ++version.in_flight;
     bytes_down = version.bytes_down;
   }
-  const ClientEvent event{
-      now_ + server_.config_.task_seconds(server_.clients_[client]->id(),
-                                          static_cast<int>(version_) + 1, bytes_down),
-      client, version_};
+  const int64_t id = server_.clients_[client]->id();
+  double arrival =
+      now_ + server_.config_.task_seconds(id, static_cast<int>(version_) + 1, bytes_down);
+  if (server_.config_.next_window) {
+    arrival = std::min(arrival, server_.config_.next_window(id, now_).end);
+  }
+  const ClientEvent event{arrival, client, version_};
   queue_.Push(event);
   absl::MutexLock lock(&mutex_);
   tasks_[client] = Task{event};
@@ -235,6 +297,12 @@ void Server::AsyncLoop::Dispatch() {
 }
 
 absl::StatusOr<ClientUpdate> Server::AsyncLoop::Train(const ClientEvent& event) {
+  if (Departs(event)) {
+    ClientUpdate departed;  // no step: triaged as dropped out
+    departed.client_id = server_.clients_[event.client]->id();
+    departed.planned_steps = 1;
+    return departed;
+  }
   const Version* version;
   {
     absl::MutexLock lock(&mutex_);
@@ -444,19 +512,31 @@ absl::StatusOr<int> Server::AsyncLoop::Run() {
   server_.EnterPhase(RoundPhase::kClients);
   if (server_.progress_.async.has_value()) FL_RETURN_IF_ERROR(Restore());
   FL_RETURN_IF_ERROR(OpenVersion());
-  while (in_flight_count_ < async_.concurrency) Dispatch();
+  FillSlots();
   server_.before_checkpoint_ = [this] { Snapshot(); };
   if (workers > 1) {
     for (int w = 0; w < workers; ++w) workers_.emplace_back([this] { Work(); });
   }
   const int last = server_.config_.rounds;
   while (version_ < last) {
+    if (in_flight_count_ < async_.concurrency &&
+        (queue_.empty() || wake_ < queue_.Next().time)) {
+      // Free slots, and a client comes online before the next arrival.
+      if (std::isinf(wake_)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "step ", version_ + 1, ": no client is in flight or online at or after virtual second ",
+            now_, " (client.system.trace_path)"));
+      }
+      now_ = wake_;
+      FillSlots();
+      continue;
+    }
     FL_RETURN_IF_ERROR(Arrive(queue_.Pop()));
     if (buffered_ == async_.buffer_size) {
       FL_ASSIGN_OR_RETURN(const bool ended, CloseStep());
       if (ended) return static_cast<int>(version_);
     }
-    if (version_ < last) Dispatch();
+    if (version_ < last) FillSlots();
   }
   return last;
 }

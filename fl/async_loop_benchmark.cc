@@ -11,6 +11,7 @@
 // each update is a fresh one-float copy scaled by (1 + tau)^-1/2, the tensor work
 // a staleness weight adds.
 
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -70,6 +71,7 @@ void BM_AsyncLoop(benchmark::State& state) {
   const int concurrency = static_cast<int>(state.range(1));
   const int buffer_size = static_cast<int>(state.range(2));
   const bool weighted = state.range(3) != 0;
+  const bool windows = state.range(4) != 0;
   const int steps = 20000 / buffer_size;
   const ModelState delta({{"w", at::ones({1}), false}});
   const std::string dir = absl::StrCat(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp",
@@ -94,6 +96,16 @@ void BM_AsyncLoop(benchmark::State& state) {
                          (static_cast<uint64_t>(round) * 0xbf58476d1ce4e5b9ULL);
       return 1.0 + static_cast<double>(h % 1000) / 100.0;
     };
+    if (windows) {
+      // Online half of every 1000 s, at a phase per client: each dispatch scans
+      // every client for the online ones.
+      config.next_window = [](int64_t client, double at) {
+        const double phase = static_cast<double>((static_cast<uint64_t>(client) * 2654435761ULL) % 1000);
+        double start = phase + 1000.0 * std::floor((at - phase) / 1000.0);
+        if (at >= start + 500.0) start += 1000.0;
+        return OnlineWindow{start, start + 500.0};
+      };
+    }
     Server server(config, &aggregator, std::move(clients), ServerContext(),
                   [](const ModelState&) -> absl::StatusOr<Evaluation> { return Evaluation{}; },
                   sink->get());
@@ -110,11 +122,13 @@ void BM_AsyncLoop(benchmark::State& state) {
 }
 
 BENCHMARK(BM_AsyncLoop)
-    ->ArgNames({"clients", "concurrency", "buffer", "polynomial"})
-    ->Args({1000, 100, 10, 0})
-    ->Args({100000, 1000, 10, 0})
-    ->Args({100000, 1000, 1, 0})
-    ->Args({100000, 1000, 10, 1})
+    ->ArgNames({"clients", "concurrency", "buffer", "polynomial", "windows"})
+    ->Args({1000, 100, 10, 0, 0})
+    ->Args({100000, 1000, 10, 0, 0})
+    ->Args({100000, 1000, 1, 0, 0})
+    ->Args({100000, 1000, 10, 1, 0})
+    ->Args({1000, 100, 10, 0, 1})
+    ->Args({100000, 1000, 10, 0, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -2,6 +2,9 @@
 // real run's independence from the number of workers.
 
 #include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <memory>
@@ -26,6 +29,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Pair;
 using ::testing::Pointwise;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // The model is float32: deltas scaled by s(tau) carry float rounding.
 auto Near(std::vector<double> expected) { return Pointwise(DoubleNear(1e-5), expected); }
@@ -96,9 +101,11 @@ class AsyncLoopTest : public ::testing::Test {
     std::vector<MetricsRow> rows;
     std::vector<double> accumulated;
     std::vector<std::vector<bool>> verdicts;
+    std::vector<std::vector<int>> rounds;
   };
   Run RunAsync(const std::string& name, ServerConfig::Async async, int steps, int workers = 1,
-               bool sums_only = true, std::vector<bool> non_finite = {false, false, false}) {
+               bool sums_only = true, std::vector<bool> non_finite = {false, false, false},
+               std::function<OnlineWindow(int64_t, double)> next_window = nullptr) {
     std::vector<std::unique_ptr<Client>> clients;
     std::vector<PullingClient*> raw;
     const float targets[] = {10, 20, 40};
@@ -118,6 +125,7 @@ class AsyncLoopTest : public ::testing::Test {
       const double seconds[] = {3.0, 5.0, 4.0};
       return seconds[client];
     };
+    config.next_window = std::move(next_window);
     Server server(config, &aggregator, std::move(clients), ServerContext(),
                   [](const ModelState& state) -> absl::StatusOr<Evaluation> {
                     return Evaluation{state.tensor(0).item<double>(), 0.0, 1};
@@ -127,7 +135,10 @@ class AsyncLoopTest : public ::testing::Test {
     run.model = server.Run(ModelState({{"w", at::zeros({1}), false}}));
     run.rows = (*sink)->rows();
     run.accumulated = aggregator.accumulated;
-    for (PullingClient* client : raw) run.verdicts.push_back(client->verdicts);
+    for (PullingClient* client : raw) {
+      run.verdicts.push_back(client->verdicts);
+      run.rounds.push_back(client->rounds);
+    }
     return run;
   }
   static double W(const Run& run) { return run.model->tensor(0).item<double>(); }
@@ -215,6 +226,59 @@ TEST_F(AsyncLoopTest, ANonFiniteUpdateIsRejectedAsInARound) {
   // Client 2 (t = 4) is rejected; client 1 (t = 5, tau 1) makes the second step.
   EXPECT_THAT(run.accumulated, Near({10.0, 10.0}));
   EXPECT_THAT(run.rows[1].rejected_by_reason, ElementsAre(Pair("non_finite", 1)));
+}
+
+// Online windows: c0 always, c1 in [0, 4) (its 5 s task cannot finish), c2 from
+// t = 4.5; two in flight, K = 1, s = 1 / (1 + tau):
+//   t=0    c0, c1 start from v0 (c2 offline)
+//   t=3    c0 tau 0  10            -> w = 10; c0 starts from v1 (arrives 6)
+//   t=4    c1 goes offline: dropped, untrained; nobody idle is online
+//   t=4.5  c2 comes online, starts from v1 (arrives 8.5)
+//   t=6    c0 tau 0  10 - 10 = 0   -> w = 10; c0 from v2 (arrives 9)
+//   t=8.5  c2 tau 1  (40 - 10) / 2 -> w = 25; c2 from v3
+//   t=9    c0 tau 1  (10 - 10) / 2 -> w = 25
+TEST_F(AsyncLoopTest, OnlyOnlineClientsStartAndOneGoingOfflineDropsOut) {
+  auto next_window = [](int64_t client, double at) {
+    const OnlineWindow windows[] = {{0, kInf}, {0, 4}, {4.5, kInf}};
+    const OnlineWindow window = windows[client];
+    return at < window.end ? window : OnlineWindow{kInf, kInf};
+  };
+  ServerConfig::Async async = Polynomial(1);
+  async.concurrency = 2;
+  for (int workers : {1, 3}) {
+    const Run run = RunAsync(absl::StrCat("online", workers), async, 4, workers, true,
+                             {false, false, false}, next_window);
+    ASSERT_TRUE(run.model.ok()) << run.model.status();
+    EXPECT_THAT(run.accumulated, Near({10.0, 0.0, 15.0, 0.0}));
+    EXPECT_NEAR(W(run), 25.0, 1e-5);
+    std::vector<double> clock;
+    std::vector<int> dropped;
+    for (const MetricsRow& row : run.rows) {
+      clock.push_back(row.virtual_seconds);
+      dropped.push_back(row.dropped);
+    }
+    EXPECT_THAT(clock, ElementsAre(3.0, 6.0, 8.5, 9.0));
+    EXPECT_THAT(dropped, ElementsAre(0, 1, 0, 0));
+    EXPECT_THAT(run.rounds[0], ElementsAre(1, 2, 3));
+    EXPECT_THAT(run.rounds[1], ElementsAre());  // went offline untrained
+    // c2's second task (from v3) may have been trained ahead by a worker.
+    ASSERT_GE(run.rounds[2].size(), 1u);
+    EXPECT_EQ(run.rounds[2][0], 2);
+    EXPECT_THAT(run.verdicts[1], ElementsAre(false));
+  }
+}
+
+TEST_F(AsyncLoopTest, NoClientEverOnlineAgainFailsNamingTheTime) {
+  ServerConfig::Async async = Polynomial(1);
+  async.concurrency = 1;
+  const Run run = RunAsync("never_online", async, 2, 1, true, {false, false, false},
+                           [](int64_t client, double at) {
+                             return client == 0 && at < 1 ? OnlineWindow{0, 1}
+                                                          : OnlineWindow{kInf, kInf};
+                           });
+  EXPECT_EQ(run.model.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(run.model.status().message(),
+              HasSubstr("step 1: no client is in flight or online at or after virtual second 1"));
 }
 
 TEST_F(AsyncLoopTest, TheSameResultForAnyNumberOfWorkers) {
@@ -305,10 +369,13 @@ constexpr char kSpec[] = R"pb(
   simulation { workers: 1 threads_per_worker: 1 }
 )pb";
 
-ExperimentResult RunSpec(const std::string& overrides, const std::string& dir) {
+// `synchronous`: without server.async.
+ExperimentResult RunSpec(const std::string& overrides, const std::string& dir,
+                         bool synchronous = false) {
   auto spec = ParseSpec(kSpec, "kSpec");
   EXPECT_TRUE(spec.ok()) << spec.status();
   EXPECT_TRUE(ApplyOverride(overrides, *spec).ok()) << overrides;
+  if (synchronous) spec->mutable_server()->clear_async();
   auto experiment = BuildExperiment(*spec);
   EXPECT_TRUE(experiment.ok()) << experiment.status();
   if (!experiment.ok()) return {};
@@ -377,6 +444,88 @@ TEST(AsyncRunTest, ACheckpointedAndResumedRunEqualsTheUninterruptedOne) {
   for (size_t i = 0; i < straight.final_model.size(); ++i) {
     EXPECT_TRUE(straight.final_model.tensor(i).equal(resumed->final_model.tensor(i))) << i;
   }
+}
+
+// A trace of 10 devices (30 clients cycle over them): speeds, and online windows
+// short enough that some tasks are cut off.
+std::string WriteTrace() {
+  const std::string path = absl::StrCat(std::getenv("TEST_TMPDIR"), "/trace.csv");
+  std::ofstream out(path);
+  out << "client,speed,available\n";
+  for (int d = 0; d < 10; ++d) {
+    const char* windows[] = {"", "0-0.5 1-1.5 2-2.5 3-inf", "0.3-1.2 2-inf"};
+    out << d << "," << 0.5 + 0.2 * d << "," << windows[d % 3] << "\n";
+  }
+  return path;
+}
+
+int TotalDropped(const ExperimentResult& result) {
+  int dropped = 0;
+  for (const MetricsRow& row : result.rows) dropped += row.dropped;
+  return dropped;
+}
+
+// With a trace, in either mode: clients go offline mid-task and drop out, the run
+// is the same for any number of workers, and (async) resumes bit for bit.
+TEST(AsyncRunTest, ATraceRunsInBothModesAndResumesExactly) {
+  const std::string trace =
+      absl::StrCat("client { system { trace_path: '", WriteTrace(), "' } } ");
+  const ExperimentResult sync =
+      RunSpec(trace + "server { rounds: 4 clients_per_round: 10 }", "tsync", true);
+  ASSERT_EQ(sync.rows.size(), 4u);
+  EXPECT_GT(TotalDropped(sync), 0);
+  const ExperimentResult one = RunSpec(trace, "trace1");
+  const ExperimentResult three = RunSpec(trace + "simulation { workers: 3 }", "trace3");
+  ASSERT_EQ(one.rows.size(), 8u);
+  ASSERT_EQ(three.rows.size(), 8u);
+  EXPECT_GT(TotalDropped(one), 0);
+  for (size_t r = 0; r < 8; ++r) {
+    EXPECT_EQ(one.rows[r].test_accuracy, three.rows[r].test_accuracy) << r;
+    EXPECT_EQ(one.rows[r].virtual_seconds, three.rows[r].virtual_seconds) << r;
+    EXPECT_EQ(one.rows[r].dropped, three.rows[r].dropped) << r;
+  }
+
+  auto spec = ParseSpec(kSpec, "kSpec");
+  ASSERT_TRUE(spec.ok());
+  ASSERT_TRUE(ApplyOverride(trace + "server { rounds: 4 } output { checkpoint_every: 2 }", *spec)
+                  .ok());
+  auto first = BuildExperiment(*spec);
+  ASSERT_TRUE(first.ok()) << first.status();
+  const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/trace_resumed");
+  ASSERT_TRUE(RunExperiment(*first, dir).ok());
+  auto checkpoint = ReadCheckpoint(dir + "/" + kCheckpointFile, at::kCPU);
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+  ASSERT_TRUE(ApplyOverride("server { rounds: 8 } simulation { workers: 2 }", *spec).ok());
+  auto rest = BuildExperiment(*spec);
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  auto resumed = RunExperiment(*rest, dir, &*checkpoint);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  ASSERT_EQ(resumed->rows.size(), 8u);
+  for (size_t r = 0; r < 8; ++r) {
+    EXPECT_EQ(one.rows[r].test_accuracy, resumed->rows[r].test_accuracy) << r;
+    EXPECT_EQ(one.rows[r].virtual_seconds, resumed->rows[r].virtual_seconds) << r;
+    EXPECT_EQ(one.rows[r].dropped, resumed->rows[r].dropped) << r;
+  }
+}
+
+TEST(AsyncRunTest, ABadTraceIsNamedAndPoissonSamplingRefused) {
+  auto spec = ParseSpec(kSpec, "kSpec");
+  ASSERT_TRUE(spec.ok());
+  ASSERT_TRUE(ApplyOverride("client { system { trace_path: '/nonexistent/t.csv' } }", *spec).ok());
+  auto experiment = BuildExperiment(*spec);
+  ASSERT_TRUE(experiment.ok()) << experiment.status();
+  auto result = RunExperiment(*experiment, absl::StrCat(std::getenv("TEST_TMPDIR"), "/bad"));
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(result.status().message(),
+              HasSubstr("client.system.trace_path: cannot read client trace /nonexistent/t.csv"));
+
+  ASSERT_TRUE(ApplyOverride("server { cohort_sampling: POISSON }", *spec).ok());
+  spec->mutable_server()->clear_async();
+  auto poisson = BuildExperiment(*spec);
+  ASSERT_FALSE(poisson.ok());
+  EXPECT_THAT(poisson.status().message(),
+              HasSubstr("server.cohort_sampling: POISSON samples every client with the same "
+                        "probability, which a trace's online windows"));
 }
 
 TEST(AsyncRunTest, TheSpecIsCheckedWithPaths) {

@@ -251,7 +251,7 @@ void ValidateCore(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
   if (absl::Status system = SystemModel::Check(client.system()); !system.ok()) {
     errors.AddStatus("", system);
   }
-    const fedkit::OptimizerSpec& opt = client.optimizer();
+  const fedkit::OptimizerSpec& opt = client.optimizer();
   if (!(opt.lr() > 0) || !std::isfinite(opt.lr())) {
     errors.Add("client.optimizer.lr", absl::StrCat("must be > 0, got ", opt.lr()));
   }
@@ -285,6 +285,12 @@ void ValidateCore(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
   }
   if (server.one_shot() && server.cohort_sampling() != fedkit::ServerSpec::FIXED_SIZE) {
     errors.Add("server.cohort_sampling", "one-shot runs take every client (server.one_shot)");
+  }
+  if (server.cohort_sampling() == fedkit::ServerSpec::POISSON &&
+      !spec.client().system().trace_path().empty()) {
+    errors.Add("server.cohort_sampling",
+               "POISSON samples every client with the same probability, which a trace's "
+               "online windows (client.system.trace_path) would break");
   }
   if (!server.one_shot() && server.independent_init()) {
     errors.Add("server.independent_init", "applies to one-shot runs only (server.one_shot)");
@@ -824,6 +830,11 @@ class ServerSide {
     config.task_seconds = [this](int64_t client, int round, int64_t bytes_down) {
       return federation_.TaskSeconds(client, round, bytes_down);
     };
+    if (federation_.has_availability()) {
+      config.next_window = [this](int64_t client, double at) {
+        return federation_.NextWindow(client, at);
+      };
+    }
     config.checkpoint = [this](const ServerProgress& progress) {
       return WriteRunCheckpoint(checkpoint_sources_, progress);
     };

@@ -141,19 +141,29 @@ absl::StatusOr<RunData> LoadRunData(Experiment& experiment) {
 absl::StatusOr<std::unique_ptr<Federation>> Federation::Assemble(const Experiment& experiment,
                                                                  RunData data,
                                                                  const Collective* group) {
+  std::shared_ptr<const ClientTrace> trace;
+  if (const std::string& path = experiment.spec.client().system().trace_path(); !path.empty()) {
+    absl::StatusOr<ClientTrace> loaded = ClientTrace::Load(path);
+    if (!loaded.ok()) {
+      return absl::Status(loaded.status().code(), absl::StrCat("client.system.trace_path: ",
+                                                               loaded.status().message()));
+    }
+    trace = std::make_shared<const ClientTrace>(*std::move(loaded));
+  }
   FL_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Model>> replicas, NewReplicas(experiment));
   return std::unique_ptr<Federation>(
-      new Federation(experiment, std::move(data), std::move(replicas), group));
+      new Federation(experiment, std::move(data), std::move(replicas), std::move(trace), group));
 }
 
 Federation::Federation(const Experiment& experiment, RunData data,
-                       std::vector<std::unique_ptr<Model>> replicas, const Collective* group)
+                       std::vector<std::unique_ptr<Model>> replicas,
+                       std::shared_ptr<const ClientTrace> trace, const Collective* group)
     : data_(std::move(data)),
       pool_(std::move(replicas)),
       trainer_(experiment.spec.client(), experiment.spec_hooks, &state_store_,
                experiment.data_info.train_augmentation),
       system_(experiment.spec.client().system(), experiment.spec.seed(),
-              experiment.spec.server().rounds()),
+              experiment.spec.server().rounds(), std::move(trace)),
       faults_(experiment.spec.client().faults(), experiment.spec.seed(),
               experiment.spec.partition().num_clients(), experiment.data_info.num_classes),
       training_(experiment.spec.client()) {

@@ -90,10 +90,15 @@ class Federation {
   // extra tensors are not counted), so that a client's time is known when it
   // starts and is the same in every mode.
   double TaskSeconds(int64_t client, int round, int64_t bytes_down) const;
+  // With client.system.trace_path: when client `client` is online (see
+  // SystemModel::NextWindow); false without one (always online).
+  bool has_availability() const { return system_.has_availability(); }
+  OnlineWindow NextWindow(int64_t client, double at) const { return system_.NextWindow(client, at); }
 
  private:
   Federation(const Experiment& experiment, RunData data,
-             std::vector<std::unique_ptr<Model>> replicas, const Collective* group);
+             std::vector<std::unique_ptr<Model>> replicas, std::shared_ptr<const ClientTrace> trace,
+             const Collective* group);
 
   RunData data_;
   ReplicaPool pool_;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <thread>
 
@@ -58,6 +59,7 @@ Server::Server(ServerConfig config, Aggregator* aggregator,
       sink_(sink) {
   CHECK(!(config_.on_evaluated && config_.collective != nullptr))
       << "on_evaluated watches a single-process run";
+  CHECK(!config_.next_window || config_.task_seconds) << "online windows need the virtual clock";
 }
 
 void Server::EnterPhase(RoundPhase phase) const {
@@ -68,6 +70,35 @@ void Server::SetStage(int round, const char* stage) const {
   if (config_.collective != nullptr) {
     config_.collective->SetStage(absl::StrCat("round ", round, ": ", stage));
   }
+}
+
+absl::StatusOr<std::vector<int>> Server::DrawOnlineCohort(int round, double& at) const {
+  const int num_clients = static_cast<int>(clients_.size());
+  if (!config_.next_window) return DrawCohort(num_clients, round);
+  std::vector<int> online;
+  for (;;) {
+    double next = std::numeric_limits<double>::infinity();
+    for (int k = 0; k < num_clients; ++k) {
+      const OnlineWindow window = config_.next_window(clients_[k]->id(), at);
+      if (window.start <= at) {
+        online.push_back(k);
+      } else {
+        next = std::min(next, window.start);
+      }
+    }
+    if (!online.empty()) break;
+    if (std::isinf(next)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("round ", round, ": no client is online at or after virtual second ", at,
+                       " (client.system.trace_path)"));
+    }
+    at = next;
+  }
+  const int size = static_cast<int>(online.size());
+  if (config_.clients_per_round >= size) return online;  // fewer online than a cohort
+  std::vector<int> cohort = DrawCohort(size, round);
+  for (int& position : cohort) position = online[position];
+  return cohort;
 }
 
 std::vector<int> Server::DrawCohort(int num_clients, int round) const {
@@ -90,15 +121,15 @@ class Server::Round {
         round_(round),
         global_(global),
         group_(server.config_.collective),
-        rank_(group_ != nullptr ? group_->rank() : 0),
-        cohort_(server.DrawCohort(static_cast<int>(server.clients_.size()), round)) {}
+        rank_(group_ != nullptr ? group_->rank() : 0) {}
   ~Round() { JoinWorkers(); }
   Round(const Round&) = delete;
   Round& operator=(const Round&) = delete;
 
-  // Fills the round's fields of the context, asks the aggregator for its plan and
-  // decides how a distributed run moves updates: each rank accumulates its own and
-  // the partial sums are all-reduced, or every update goes to rank 0.
+  // Draws the cohort, fills the round's fields of the context, asks the aggregator
+  // for its plan and decides how a distributed run moves updates: each rank
+  // accumulates its own and the partial sums are all-reduced, or every update goes
+  // to rank 0.
   absl::Status Configure();
   // Starts the clients this process owns: on worker threads, or (one worker) one by
   // one on this thread as Take asks for them.
@@ -130,6 +161,12 @@ class Server::Round {
 
  private:
   absl::StatusOr<ClientUpdate> Take(size_t i);
+  // Cohort position i's update; with online windows, nothing from a client whose
+  // window closes before its task ends.
+  absl::StatusOr<ClientUpdate> Train(size_t i);
+  // With online windows: the round starts when a client is online, and notes who
+  // goes offline before finishing.
+  absl::Status DrawCohort();
   void Acknowledge(size_t i, bool verdict);
   void Reject(size_t i, const std::string& reason, const absl::Status& status);
   void Accumulate(size_t i, ClientUpdate update);
@@ -147,7 +184,12 @@ class Server::Round {
   ModelState& global_;
   Collective* const group_;
   const int rank_;
-  const std::vector<int> cohort_;
+  std::vector<int> cohort_;
+  // With online windows: virtual seconds from the previous round's end to this
+  // one's start, and which cohort positions go offline mid-task (the round lasts
+  // at least until they do).
+  double wait_ = 0.0;
+  std::vector<uint8_t> departs_;
   RoundPlan plan_;
   // What each client receives: the model (or its encoded change) and the plan's tensors.
   int64_t bytes_down_each_ = 0;
@@ -204,6 +246,7 @@ absl::Status Server::Round::Configure() {
   bytes_down_each_ =
       (server_.lossy_download() ? server_.progress_.download_bytes : global_.NumBytes()) +
       NumBytes(plan_.broadcast);
+  FL_RETURN_IF_ERROR(DrawCohort());
 
   // With norm screening, the updates that pass the other checks wait (in cohort
   // order) until the round's median norm is known: a distributed run then
@@ -223,6 +266,28 @@ absl::Status Server::Round::Configure() {
   slots_.resize(cohort_.size());
   accepted_.assign(cohort_.size(), 0);
   if (secure() && !cohort_.empty()) FL_RETURN_IF_ERROR(StartSecureRound());
+  return absl::OkStatus();
+}
+
+absl::Status Server::Round::DrawCohort() {
+  const ServerConfig& config = server_.config_;
+  if (!config.next_window) {
+    cohort_ = server_.DrawCohort(static_cast<int>(server_.clients_.size()), round_);
+    return absl::OkStatus();
+  }
+  const double ended = server_.progress_.pending.virtual_seconds;
+  double starts = ended;
+  FL_ASSIGN_OR_RETURN(cohort_, server_.DrawOnlineCohort(round_, starts));
+  wait_ = starts - ended;
+  outcome_.virtual_seconds = wait_;
+  departs_.resize(cohort_.size());
+  for (size_t i = 0; i < cohort_.size(); ++i) {
+    const int64_t id = server_.clients_[cohort_[i]]->id();
+    const double offline = config.next_window(id, starts).end;
+    departs_[i] = starts + config.task_seconds(id, round_, bytes_down_each_) >= offline;
+    // The server waits for a client until it goes offline.
+    if (departs_[i]) outcome_.virtual_seconds = std::max(outcome_.virtual_seconds, offline - ended);
+  }
   return absl::OkStatus();
 }
 
@@ -265,8 +330,7 @@ void Server::Round::StartTraining() {
     workers_.emplace_back([this] {
       for (size_t j = next_++; j < own_.size(); j = next_++) {
         const size_t i = own_[j];
-        absl::StatusOr<ClientUpdate> update =
-            server_.clients_[cohort_[i]]->Train(*start_, plan_, round_);
+        absl::StatusOr<ClientUpdate> update = Train(i);
         absl::MutexLock lock(&mutex_);
         slots_[i] = std::move(update);
       }
@@ -274,10 +338,18 @@ void Server::Round::StartTraining() {
   }
 }
 
-absl::StatusOr<ClientUpdate> Server::Round::Take(size_t i) {
-  if (num_workers_ == 1 && !slots_[i].has_value()) {
-    return server_.clients_[cohort_[i]]->Train(*start_, plan_, round_);
+absl::StatusOr<ClientUpdate> Server::Round::Train(size_t i) {
+  if (!departs_.empty() && departs_[i]) {
+    ClientUpdate departed;  // no step: triaged as dropped out
+    departed.client_id = server_.clients_[cohort_[i]]->id();
+    departed.planned_steps = 1;
+    return departed;
   }
+  return server_.clients_[cohort_[i]]->Train(*start_, plan_, round_);
+}
+
+absl::StatusOr<ClientUpdate> Server::Round::Take(size_t i) {
+  if (num_workers_ == 1 && !slots_[i].has_value()) return Train(i);
   absl::MutexLock lock(&mutex_);
   mutex_.Await(absl::Condition(
       +[](std::optional<absl::StatusOr<ClientUpdate>>* slot) { return slot->has_value(); },
@@ -330,9 +402,10 @@ void Server::Round::Acknowledge(size_t i, bool verdict) {
   // A client owned here hears the verdict at once; the others through SendVerdicts.
   if (owned(i)) server_.clients_[cohort_[i]]->Acknowledge(verdict);
   if (verdict && server_.config_.task_seconds) {
-    outcome_.virtual_seconds = std::max(
-        outcome_.virtual_seconds,
-        server_.config_.task_seconds(server_.clients_[cohort_[i]]->id(), round_, bytes_down_each_));
+    outcome_.virtual_seconds =
+        std::max(outcome_.virtual_seconds,
+                 wait_ + server_.config_.task_seconds(server_.clients_[cohort_[i]]->id(), round_,
+                                                      bytes_down_each_));
   }
 }
 

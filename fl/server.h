@@ -31,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "fl/aggregator.h"
 #include "fl/client.h"
+#include "fl/client_trace.h"
 #include "fl/codec.h"
 #include "fl/collective.h"
 #include "fl/evaluator.h"
@@ -157,6 +158,12 @@ struct ServerConfig {
   // receives `bytes_down` (fl/system_model.h). A round lasts until its last
   // accepted client; metrics rows carry the sum. Unset: the clock stands still.
   std::function<double(int64_t client, int round, int64_t bytes_down)> task_seconds;
+  // When client `client` is online: its first window that ends after virtual second
+  // `at` (fl/client_trace.h). A synchronous round samples among the clients online
+  // when it starts, waiting for one when none is; a client whose window closes
+  // before its task ends drops out untrained. The asynchronous loop starts online
+  // clients only. Unset: every client is always online.
+  std::function<OnlineWindow(int64_t client, double at)> next_window;
   // Asynchronous mode (fl/async_loop.cc; see AsyncConfig). Unset: rounds.
   using Async = AsyncConfig;
   std::optional<Async> async;
@@ -221,6 +228,10 @@ class Server {
 
   // The round's cohort positions, sorted (ServerConfig says how they are drawn).
   std::vector<int> DrawCohort(int num_clients, int round) const;
+  // The same among the clients online at virtual second `at` (with next_window;
+  // else all). When none is, `at` moves on to the first time one is; an error
+  // when none ever is again.
+  absl::StatusOr<std::vector<int>> DrawOnlineCohort(int round, double& at) const;
   // Samples, trains, screens and accumulates the cohort's updates, and finalises
   // the new global model: Round's steps in order.
   absl::StatusOr<RoundOutcome> RunRound(int round, ModelState& global);

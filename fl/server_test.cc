@@ -27,6 +27,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
 // A client that returns a fixed delta (optionally poisoned) and counts its calls.
 class FakeClient : public Client {
  public:
@@ -245,6 +247,76 @@ TEST_F(ServerTest, ARoundLastsUntilItsSlowestAcceptedClient) {
     EXPECT_THAT(asked, ::testing::ElementsAre(std::make_tuple(0, 1, 8), std::make_tuple(0, 2, 8),
                                               std::make_tuple(1, 1, 8), std::make_tuple(1, 2, 8)));
   }
+}
+
+// Online windows (a client trace): a round samples among the clients online when
+// it starts, waits when none is, and a client whose window closes before its task
+// ends drops out untrained, holding the round until it goes offline. Tasks take
+// 3, 4, 100 and 5 s; windows [20, inf), [0, 10), [0, 6), [0, 2); 3 a round:
+//   round 1 at 0:  online 1, 2, 3. 1 done at 4; 2 offline at 6, 3 at 2 (dropped)
+//                  -> lasts 6
+//   round 2 at 6:  online 1 only; 6 + 4 >= 10: offline at 10 (dropped) -> lasts 4
+//   round 3 at 10: nobody online; wait until 20 for 0, done at 23     -> lasts 13
+//   round 4 at 23: online 0, done at 26                                -> lasts 3
+TEST_F(ServerTest, ARoundSamplesOnlineClientsAndLosesThoseThatGoOffline) {
+  for (int workers : {1, 3}) {
+    std::vector<std::unique_ptr<Client>> clients;
+    std::vector<const FakeClient*> raw;
+    for (int k = 0; k < 4; ++k) {
+      clients.push_back(std::make_unique<FakeClient>(k, 1.0f, 10));
+      raw.push_back(static_cast<const FakeClient*>(clients.back().get()));
+    }
+    SumAggregator aggregator;
+    auto sink = Sink(absl::StrCat("online", workers));
+    ServerConfig config{.rounds = 4, .clients_per_round = 3, .workers = workers};
+    config.task_seconds = [](int64_t client, int, int64_t) {
+      const double seconds[] = {3.0, 4.0, 100.0, 5.0};
+      return seconds[client];
+    };
+    config.next_window = [](int64_t client, double at) {
+      const OnlineWindow windows[] = {{20, kInf}, {0, 10}, {0, 6}, {0, 2}};
+      const OnlineWindow window = windows[client];
+      return at < window.end ? window : OnlineWindow{kInf, kInf};
+    };
+    Server server(config, &aggregator, std::move(clients), ServerContext(), Evaluate, sink.get());
+    absl::StatusOr<ModelState> final_model = server.Run(Zero());
+    ASSERT_TRUE(final_model.ok()) << final_model.status();
+    ASSERT_EQ(sink->rows().size(), 4);
+    std::vector<double> clock;
+    std::vector<int> accepted, dropped;
+    for (const MetricsRow& row : sink->rows()) {
+      clock.push_back(row.virtual_seconds);
+      accepted.push_back(row.clients);
+      dropped.push_back(row.dropped);
+    }
+    EXPECT_THAT(clock, ::testing::ElementsAre(6.0, 10.0, 23.0, 26.0));
+    EXPECT_THAT(accepted, ::testing::ElementsAre(1, 0, 1, 1));
+    EXPECT_THAT(dropped, ::testing::ElementsAre(2, 1, 0, 0));
+    // Only the clients that finish in time train.
+    EXPECT_EQ(raw[0]->calls, 2);
+    EXPECT_EQ(raw[1]->calls, 1);
+    EXPECT_EQ(raw[2]->calls, 0);
+    EXPECT_EQ(raw[3]->calls, 0);
+    EXPECT_EQ(raw[1]->rejected_acks, 1);
+  }
+}
+
+TEST_F(ServerTest, ARunWithNoClientEverOnlineAgainFailsNamingTheTime) {
+  std::vector<std::unique_ptr<Client>> clients;
+  clients.push_back(std::make_unique<FakeClient>(0, 1.0f, 10));
+  SumAggregator aggregator;
+  auto sink = Sink("never_online");
+  ServerConfig config{.rounds = 2, .clients_per_round = 1};
+  config.task_seconds = [](int64_t, int, int64_t) { return 5.0; };
+  config.next_window = [](int64_t, double at) {
+    return at < 1 ? OnlineWindow{0, 1} : OnlineWindow{kInf, kInf};
+  };
+  Server server(config, &aggregator, std::move(clients), ServerContext(), Evaluate, sink.get());
+  absl::StatusOr<ModelState> final_model = server.Run(Zero());
+  EXPECT_EQ(final_model.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(final_model.status().message(),
+              HasSubstr("round 2: no client is online at or after virtual second 1 "
+                        "(client.system.trace_path)"));
 }
 
 // Norm screening against the round's median: an update far above it never reaches

@@ -16,8 +16,9 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 }  // namespace
 
-SystemModel::SystemModel(fedkit::SystemSpec spec, uint64_t seed, int rounds)
-    : spec_(std::move(spec)), seed_(seed), rounds_(rounds) {}
+SystemModel::SystemModel(fedkit::SystemSpec spec, uint64_t seed, int rounds,
+                         std::shared_ptr<const ClientTrace> trace)
+    : spec_(std::move(spec)), seed_(seed), rounds_(rounds), trace_(std::move(trace)) {}
 
 absl::Status SystemModel::Check(const fedkit::SystemSpec& spec) {
   ErrorList errors;
@@ -39,10 +40,10 @@ absl::Status SystemModel::Check(const fedkit::SystemSpec& spec) {
   non_negative("speed_sigma", spec.speed_sigma());
   non_negative("bandwidth_sigma", spec.bandwidth_sigma());
   non_negative("deadline", spec.deadline());
-  if (spec.deadline() > 0 && spec.speed_sigma() == 0) {
+  if (spec.deadline() > 0 && spec.speed_sigma() == 0 && spec.trace_path().empty()) {
     errors.Add("client.system.deadline",
-               "needs speed_sigma: with every client at speed 1 no deadline below 1 could "
-               "differ from one step count for all");
+               "needs speed_sigma or trace_path: with every client at speed 1 no deadline "
+               "below 1 could differ from one step count for all");
   }
   auto positive = [&errors](const char* name, bool has, double value) {
     if (has && !(value > 0 && std::isfinite(value))) {
@@ -71,6 +72,7 @@ SystemModel::Profile SystemModel::ProfileOf(int64_t client) const {
   if (spec_.speed_sigma() > 0) {
     profile.speed = std::lognormal_distribution<double>(0.0, spec_.speed_sigma())(rng);
   }
+  if (trace_ != nullptr) profile.speed = trace_->ForClient(client).speed.value_or(profile.speed);
   return profile;
 }
 
@@ -102,11 +104,17 @@ double SystemModel::BandwidthFactor(int64_t client) const {
 }
 
 double SystemModel::DownloadBandwidth(int64_t client) const {
+  if (trace_ != nullptr && trace_->ForClient(client).download_bytes_per_second.has_value()) {
+    return *trace_->ForClient(client).download_bytes_per_second;
+  }
   if (!spec_.has_download_bytes_per_second()) return kInfinity;
   return spec_.download_bytes_per_second() * BandwidthFactor(client);
 }
 
 double SystemModel::UploadBandwidth(int64_t client) const {
+  if (trace_ != nullptr && trace_->ForClient(client).upload_bytes_per_second.has_value()) {
+    return *trace_->ForClient(client).upload_bytes_per_second;
+  }
   if (!spec_.has_upload_bytes_per_second()) return kInfinity;
   return spec_.upload_bytes_per_second() * BandwidthFactor(client);
 }
@@ -118,6 +126,10 @@ double SystemModel::TaskSeconds(int64_t client, int round, int64_t planned, int6
   return static_cast<double>(bytes_down) / DownloadBandwidth(client) +
          steps * step_seconds / Speed(client) +
          static_cast<double>(bytes_up) / UploadBandwidth(client);
+}
+
+OnlineWindow SystemModel::NextWindow(int64_t client, double at) const {
+  return trace_ != nullptr ? trace_->NextWindow(client, at) : OnlineWindow{};
 }
 
 }  // namespace fl

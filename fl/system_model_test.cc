@@ -171,5 +171,44 @@ TEST(SystemModelTest, TheClocksFieldsAreChecked) {
             "client.system.upload_bytes_per_second: must be > 0 and finite, got -1");
 }
 
+// A trace's cells replace the draws for their device; empty cells keep them, and
+// clients cycle over the devices.
+TEST(SystemModelTest, ATraceReplacesTheDrawsItGives) {
+  fedkit::SystemSpec spec;
+  spec.set_speed_sigma(1.0);
+  spec.set_download_bytes_per_second(4e6);
+  spec.set_upload_bytes_per_second(1e6);
+  spec.set_bandwidth_sigma(0.5);
+  spec.set_deadline(0.25);
+  absl::StatusOr<ClientTrace> trace = ClientTrace::Parse(
+      "client,speed,download_bytes_per_second,available\n0,2,100,5-9\n1,,,\n", "t.csv");
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  const SystemModel drawn(spec, 3, 10);
+  const SystemModel traced(spec, 3, 10, std::make_shared<const ClientTrace>(*trace));
+  EXPECT_EQ(traced.Speed(0), 2.0);
+  EXPECT_EQ(traced.Speed(4), 2.0);  // device 0 again
+  EXPECT_EQ(traced.Speed(1), drawn.Speed(1));
+  EXPECT_EQ(traced.Speed(3), drawn.Speed(3));
+  EXPECT_EQ(traced.DownloadBandwidth(0), 100.0);
+  EXPECT_EQ(traced.UploadBandwidth(0), drawn.UploadBandwidth(0));
+  EXPECT_EQ(traced.DownloadBandwidth(1), drawn.DownloadBandwidth(1));
+  // The deadline cuts by the trace's speed: floor(20 min(1, 2 x 0.25)) = 10 steps,
+  // 10 x 1 s / 2, 300 B down at 100 B/s, 1000 B up at the drawn upload bandwidth.
+  EXPECT_EQ(traced.CompletedSteps(0, 1, 20), 10);
+  EXPECT_DOUBLE_EQ(traced.TaskSeconds(0, 1, 20, 300, 1000),
+                   3.0 + 5.0 + 1000 / drawn.UploadBandwidth(0));
+  EXPECT_TRUE(traced.has_availability());
+  EXPECT_FALSE(drawn.has_availability());
+  EXPECT_EQ(traced.NextWindow(0, 6).end, 9.0);
+  EXPECT_EQ(traced.NextWindow(1, 6).start, 0.0);  // always online
+}
+
+TEST(SystemModelTest, ADeadlineTakesATraceInsteadOfSpeedSigma) {
+  fedkit::SystemSpec spec;
+  spec.set_deadline(0.5);
+  spec.set_trace_path("t.csv");
+  EXPECT_TRUE(SystemModel::Check(spec).ok());
+}
+
 }  // namespace
 }  // namespace fl
