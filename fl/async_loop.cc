@@ -135,7 +135,6 @@ class Server::AsyncLoop {
   RoundOutcome outcome_;
   double loss_weighted_ = 0.0;
   int64_t examples_ = 0;
-  absl::Status first_error_;
 
   absl::Mutex mutex_;
   std::map<int64_t, Version> versions_ ABSL_GUARDED_BY(mutex_);
@@ -372,12 +371,8 @@ void Server::AsyncLoop::Release(int64_t version) {
 void Server::AsyncLoop::Reject(const ClientEvent& event, const std::string& reason,
                                const absl::Status& status) {
   server_.clients_[event.client]->Acknowledge(false);
-  ++outcome_.rejected;
-  ++outcome_.rejected_by_reason[reason];
-  LOG(WARNING) << "step " << version_ + 1 << ": update of client "
-               << server_.clients_[event.client]->id() << " rejected (" << reason
-               << "): " << status;
-  if (first_error_.ok()) first_error_ = status;
+  outcome_.CountRejection(absl::StrCat("step ", version_ + 1),
+                          server_.clients_[event.client]->id(), reason, status);
 }
 
 void Server::AsyncLoop::Apply(const ClientEvent& event, absl::StatusOr<ClientUpdate> update) {
@@ -391,20 +386,10 @@ void Server::AsyncLoop::Apply(const ClientEvent& event, absl::StatusOr<ClientUpd
   }
   if (update.ok()) outcome_.bytes_up += update->bytes_sent;
   const Triage triage = TriageUpdate(start, server_.config_.incomplete, update);
-  outcome_.incomplete += triage.incomplete;
-  switch (triage.kind) {
-    case Triage::Kind::kRejected:
-      Reject(event, triage.reason, triage.status);
-      return;
-    case Triage::Kind::kDropped:
-      ++outcome_.dropped;
-      server_.clients_[event.client]->Acknowledge(false);
-      return;
-    case Triage::Kind::kLeftOut:
-      server_.clients_[event.client]->Acknowledge(false);
-      return;
-    case Triage::Kind::kAccept:
-      break;
+  if (!outcome_.Settle(triage, absl::StrCat("step ", version_ + 1),
+                       server_.clients_[event.client]->id())) {
+    server_.clients_[event.client]->Acknowledge(false);
+    return;
   }
   if (async_.staleness.Drops(staleness)) {
     Reject(event, "stale",
@@ -554,8 +539,8 @@ absl::Status Server::AsyncLoop::Arrive(const ClientEvent& event) {
   if (unaccepted_in_a_row_ > 10 * num_clients_) {
     return absl::FailedPreconditionError(absl::StrCat(
         "step ", version_ + 1, ": ", unaccepted_in_a_row_, " arrivals in a row and none accepted",
-        first_error_.ok() ? " (every client dropped out or was left out)"
-                          : absl::StrCat("; first rejection: ", first_error_.message())));
+        outcome_.first_error.ok() ? " (every client dropped out or was left out)"
+                          : absl::StrCat("; first rejection: ", outcome_.first_error.message())));
   }
   return absl::OkStatus();
 }
@@ -565,7 +550,6 @@ absl::StatusOr<bool> Server::AsyncLoop::CloseStep() {
   const RoundOutcome outcome = std::exchange(outcome_, RoundOutcome());
   loss_weighted_ = 0.0;
   examples_ = 0;
-  first_error_ = absl::OkStatus();
   FL_ASSIGN_OR_RETURN(const bool ended, server_.CloseRound(static_cast<int>(version_), outcome));
   if (!ended && version_ < server_.config_.rounds) FL_RETURN_IF_ERROR(OpenVersion());
   return ended;

@@ -210,7 +210,6 @@ class Server::Round {
   RoundOutcome outcome_;
   double loss_weighted_ = 0.0;
   int64_t examples_ = 0;
-  absl::Status first_error_;
   // The server's verdict per cohort position.
   std::vector<uint8_t> accepted_;
   std::vector<std::pair<size_t, ClientUpdate>> held_;
@@ -409,13 +408,37 @@ void Server::Round::Acknowledge(size_t i, bool verdict) {
   }
 }
 
+void Server::RoundOutcome::CountRejection(const std::string& where, int64_t client,
+                                          const std::string& reason, const absl::Status& status) {
+  ++rejected;
+  ++rejected_by_reason[reason];
+  LOG(WARNING) << where << ": update of client " << client << " rejected (" << reason
+               << "): " << status;
+  if (first_error.ok()) first_error = status;
+}
+
+bool Server::RoundOutcome::Settle(const Triage& triage, const std::string& where,
+                                  int64_t client) {
+  incomplete += triage.incomplete;
+  switch (triage.kind) {
+    case Triage::Kind::kRejected:
+      CountRejection(where, client, triage.reason, triage.status);
+      return false;
+    case Triage::Kind::kDropped:
+      ++dropped;
+      return false;
+    case Triage::Kind::kLeftOut:
+      return false;
+    case Triage::Kind::kAccept:
+      return true;
+  }
+  return false;
+}
+
 void Server::Round::Reject(size_t i, const std::string& reason, const absl::Status& status) {
   Acknowledge(i, false);
-  ++outcome_.rejected;
-  ++outcome_.rejected_by_reason[reason];
-  LOG(WARNING) << "round " << round_ << ": update of client " << server_.clients_[cohort_[i]]->id()
-               << " rejected (" << reason << "): " << status;
-  if (first_error_.ok()) first_error_ = status;
+  outcome_.CountRejection(absl::StrCat("round ", round_), server_.clients_[cohort_[i]]->id(),
+                          reason, status);
 }
 
 void Server::Round::Accumulate(size_t i, ClientUpdate update) {
@@ -443,20 +466,10 @@ void Server::Round::ConsumeUpdates() {
     // Under secure aggregation the protocol's bytes are counted instead.
     if (update.ok() && !secure()) outcome_.bytes_up += update->bytes_sent;
     const Triage triage = TriageUpdate(global_, config.incomplete, update);
-    outcome_.incomplete += triage.incomplete;
-    switch (triage.kind) {
-      case Triage::Kind::kRejected:
-        Reject(i, triage.reason, triage.status);
-        continue;
-      case Triage::Kind::kDropped:
-        ++outcome_.dropped;
-        Acknowledge(i, false);
-        continue;
-      case Triage::Kind::kLeftOut:
-        Acknowledge(i, false);
-        continue;
-      case Triage::Kind::kAccept:
-        break;
+    if (!outcome_.Settle(triage, absl::StrCat("round ", round_),
+                         server_.clients_[cohort_[i]]->id())) {
+      Acknowledge(i, false);
+      continue;
     }
     if (screen_norms_) {
       held_.emplace_back(i, *std::move(update));
@@ -564,8 +577,8 @@ absl::Status Server::Round::SendVerdicts() {
   }
   outcome_.accepted = static_cast<int>(verdicts[1].item<int64_t>());
   outcome_.virtual_seconds = verdicts[2].item<double>();
-  if (outcome_.accepted == 0 && first_error_.ok()) {
-    first_error_ = absl::InternalError("rank 0 has the details");
+  if (outcome_.accepted == 0 && outcome_.first_error.ok()) {
+    outcome_.first_error = absl::InternalError("rank 0 has the details");
   }
   return absl::OkStatus();
 }
@@ -585,7 +598,7 @@ absl::Status Server::Round::ReducePartialSums() {
                                   static_cast<double>(o.bytes_up),
                                   static_cast<double>(o.bytes_down),
                                   static_cast<double>(o.local_steps),
-                                  first_error_.ok() ? 0.0 : 1.0};
+                                  outcome_.first_error.ok() ? 0.0 : 1.0};
   for (const char* reason : kRejectionReasons) {
     counters.push_back(o.rejected_by_reason.count(reason) ? o.rejected_by_reason[reason] : 0);
   }
@@ -608,8 +621,8 @@ absl::Status Server::Round::ReducePartialSums() {
   o.bytes_up = count(6);
   o.bytes_down = count(7);
   o.local_steps = count(8);
-  if (count(9) > 0 && first_error_.ok()) {
-    first_error_ = absl::InternalError("the ranks that rejected them have the details");
+  if (count(9) > 0 && outcome_.first_error.ok()) {
+    outcome_.first_error = absl::InternalError("the ranks that rejected them have the details");
   }
   o.rejected_by_reason.clear();
   for (size_t r = 0; r < std::size(kRejectionReasons); ++r) {
@@ -633,10 +646,10 @@ absl::StatusOr<Server::RoundOutcome> Server::Round::Finish() {
     return outcome_;
   }
   if (outcome_.accepted == 0) {
-    if (!first_error_.ok()) {
-      return absl::Status(first_error_.code(),
+    if (!outcome_.first_error.ok()) {
+      return absl::Status(outcome_.first_error.code(),
                           absl::StrCat("round ", round_, ": every update was rejected; first: ",
-                                       first_error_.message()));
+                                       outcome_.first_error.message()));
     }
     if (cohort_.empty()) {
       LOG(WARNING) << "round " << round_ << ": Poisson sampling drew no client; the model is kept";

@@ -217,6 +217,16 @@ class Server {
     int64_t local_steps = 0;
     // The round's length on the virtual clock: its slowest accepted client's time.
     double virtual_seconds = 0.0;
+    // The first rejection's reason: a round that accepts nothing fails with it.
+    absl::Status first_error;
+
+    // Counts and logs a rejection under `reason`; `where` names the round or step.
+    void CountRejection(const std::string& where, int64_t client, const std::string& reason,
+                        const absl::Status& status);
+    // Counts what TriageUpdate decided for client `client`'s answer: true when it
+    // goes on to the aggregator, false when it goes no further. The same in both
+    // loops; the caller acknowledges.
+    bool Settle(const Triage& triage, const std::string& where, int64_t client);
   };
 
   // One round's state and steps (fl/server.cc).
