@@ -27,6 +27,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <queue>
+#include <utility>
 #include <set>
 #include <thread>
 #include <vector>
@@ -36,6 +38,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "fl/event_queue.h"
+#include "fl/rank_set.h"
 #include "fl/seeding.h"
 #include "fl/server.h"
 #include "fl/status_macros.h"
@@ -86,6 +89,12 @@ class Server::AsyncLoop {
   std::optional<int> DrawIdle();
   std::optional<int> DrawOnline();
   void Start(int client);
+  // With online windows: notes idle client `client`'s state at the current time
+  // in the online index and when it next changes; Untrack takes a client that
+  // starts out of it; Advance applies the changes due by now.
+  void Track(int client);
+  void Untrack(int client);
+  void Advance();
   // The dispatch's `attempt`-th draw in [0, range).
   int Draw(uint64_t attempt, int range) const;
   // With online windows: whether the task of `event` ends with its client offline.
@@ -125,8 +134,19 @@ class Server::AsyncLoop {
   // The virtual clock, and when the current server step began.
   double now_;
   double step_started_;
-  // With online windows, when some idle client comes online next (infinite when
-  // none ever does), as of the last draw that found none online.
+  // With online windows, the index of idle clients by online state, kept up to
+  // date by the windows' opening and closing times (a heap of (time, client)
+  // whose entry is current when it equals next_change_[client]; NaN for clients
+  // in flight). online_fresh_ holds those that have not trained from the newest
+  // version; trained_on_version_ the online idle ones that have, which become
+  // fresh at the next step. wake_: the next change, infinite when none is due.
+  std::optional<RankSet> online_idle_;
+  std::optional<RankSet> online_fresh_;
+  std::vector<int> trained_on_version_;
+  std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>,
+                      std::greater<>>
+      changes_;
+  std::vector<double> next_change_;
   double wake_ = std::numeric_limits<double>::infinity();
   int64_t dispatches_ = 0;
   int buffered_ = 0;
@@ -243,22 +263,49 @@ std::optional<int> Server::AsyncLoop::DrawIdle() {
   return client;
 }
 
-std::optional<int> Server::AsyncLoop::DrawOnline() {
-  // A scan of every client: the online set changes with the clock.
-  std::vector<int> fresh, idle;
-  wake_ = std::numeric_limits<double>::infinity();
-  for (int k = 0; k < num_clients_; ++k) {
-    if (in_flight_[k]) continue;
-    const OnlineWindow window = server_.config_.next_window(server_.clients_[k]->id(), now_);
-    if (window.start > now_) {
-      wake_ = std::min(wake_, window.start);
-      continue;
+void Server::AsyncLoop::Track(int client) {
+  const OnlineWindow window = server_.config_.next_window(server_.clients_[client]->id(), now_);
+  double change = window.start;
+  if (window.start <= now_) {
+    change = window.end;
+    online_idle_->Insert(client);
+    if (last_version_[client] != version_) {
+      online_fresh_->Insert(client);
+    } else {
+      trained_on_version_.push_back(client);
     }
-    (last_version_[k] != version_ ? fresh : idle).push_back(k);
   }
-  const std::vector<int>& pool = fresh.empty() ? idle : fresh;
-  if (pool.empty()) return std::nullopt;
-  return pool[static_cast<size_t>(Draw(0, static_cast<int>(pool.size())))];
+  next_change_[client] = change;
+  if (std::isfinite(change)) changes_.emplace(change, client);
+}
+
+void Server::AsyncLoop::Untrack(int client) {
+  online_idle_->Erase(client);
+  online_fresh_->Erase(client);
+  next_change_[client] = std::numeric_limits<double>::quiet_NaN();
+}
+
+void Server::AsyncLoop::Advance() {
+  while (!changes_.empty() && changes_.top().first <= now_) {
+    const auto [time, client] = changes_.top();
+    changes_.pop();
+    if (next_change_[client] != time) continue;  // superseded
+    online_idle_->Erase(client);
+    online_fresh_->Erase(client);
+    Track(client);
+  }
+  while (!changes_.empty() && next_change_[changes_.top().second] != changes_.top().first) {
+    changes_.pop();
+  }
+  wake_ = changes_.empty() ? std::numeric_limits<double>::infinity() : changes_.top().first;
+}
+
+std::optional<int> Server::AsyncLoop::DrawOnline() {
+  // The k-th member in client order: the draw the order of arrivals cannot change.
+  Advance();
+  const RankSet& pool = online_fresh_->size() > 0 ? *online_fresh_ : *online_idle_;
+  if (pool.size() == 0) return std::nullopt;
+  return pool.Nth(Draw(0, pool.size()));
 }
 
 bool Server::AsyncLoop::Departs(const ClientEvent& event) const {
@@ -270,7 +317,9 @@ bool Server::AsyncLoop::Departs(const ClientEvent& event) const {
 }
 
 void Server::AsyncLoop::Start(int client) {
+  CHECK(!in_flight_[client]) << "client " << client << " is in flight already";
   ++dispatches_;
+  if (online_idle_.has_value()) Untrack(client);
   if (last_version_[client] == version_) --idle_on_version_;
   ++in_flight_count_;
   in_flight_[client] = 1;
@@ -442,6 +491,12 @@ absl::Status Server::AsyncLoop::Step() {
   ++version_;
   buffered_ = 0;
   idle_on_version_ = 0;  // every idle client's last version is older now
+  if (online_idle_.has_value()) {
+    for (int client : trained_on_version_) {
+      if (online_idle_->contains(client)) online_fresh_->Insert(client);
+    }
+    trained_on_version_.clear();
+  }
   return absl::OkStatus();
 }
 
@@ -497,6 +552,14 @@ absl::StatusOr<int> Server::AsyncLoop::Run() {
   server_.EnterPhase(RoundPhase::kClients);
   if (server_.progress_.async.has_value()) FL_RETURN_IF_ERROR(Restore());
   FL_RETURN_IF_ERROR(OpenVersion());
+  if (server_.config_.next_window) {
+    online_idle_.emplace(num_clients_);
+    online_fresh_.emplace(num_clients_);
+    next_change_.assign(num_clients_, std::numeric_limits<double>::quiet_NaN());
+    for (int k = 0; k < num_clients_; ++k) {
+      if (!in_flight_[k]) Track(k);
+    }
+  }
   FillSlots();
   server_.before_checkpoint_ = [this] { Snapshot(); };
   if (workers > 1) {
@@ -530,6 +593,7 @@ absl::Status Server::AsyncLoop::Arrive(const ClientEvent& event) {
   now_ = event.time;
   absl::StatusOr<ClientUpdate> update = Take(event);
   in_flight_[event.client] = 0;
+  if (online_idle_.has_value()) Track(event.client);
   --in_flight_count_;
   idle_on_version_ += event.version == version_;
   const int accepted_before = outcome_.accepted;

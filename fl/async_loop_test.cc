@@ -1,6 +1,7 @@
 // The asynchronous loop (ServerConfig::async) on schedules worked by hand, and a
 // real run's independence from the number of workers.
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -14,6 +15,7 @@
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "fl/checkpoint.h"
 #include "fl/experiment.h"
 #include "fl/server.h"
@@ -23,6 +25,13 @@
 
 namespace fl {
 namespace {
+
+// TheOnlineIndexDrawsAsAScanOfEveryClient: per client, the rounds (version + 1)
+// it trained for, from the implementation that scanned every client.
+constexpr char kScannedSchedule[] =
+    "0:1,8,16,25,25 2:12,28,30 4:12 6:17 8:6,11 10:1,7,16,23 13:20,21,22 14:21 "
+    "15:1,8,9,16,17,25,27 16:2 17:12,20,27 19:6,21,23 21:3,26 25:1,8,16,25 26:2,5 "
+    "28:14,21 30:1,9,16,25 32:4 34:6,13,21 36:9,26 39:1,7,14,15,16,23 ";
 
 using ::testing::DoubleNear;
 using ::testing::ElementsAre;
@@ -292,6 +301,42 @@ TEST_F(AsyncLoopTest, TheSameResultForAnyNumberOfWorkers) {
 // Five clients, two in flight, three updates a step: several arrivals share a
 // version, and a client that arrives is not drawn again for the same model (its
 // task would repeat), so no client trains twice as the same round.
+// Which client starts from which version, with 40 clients online 10 s in every
+// 20 s at five phases, 8 in flight, K = 2, 30 steps. The expected schedule is the
+// one the first implementation gave, which scanned every client for the online
+// idle ones at each start; the online index must draw exactly the same clients.
+TEST(AsyncDispatchTest, TheOnlineIndexDrawsAsAScanOfEveryClient) {
+  std::vector<std::unique_ptr<Client>> clients;
+  std::vector<PullingClient*> raw;
+  for (int k = 0; k < 40; ++k) {
+    clients.push_back(std::make_unique<PullingClient>(k, static_cast<float>(k)));
+    raw.push_back(static_cast<PullingClient*>(clients.back().get()));
+  }
+  MeanStep aggregator;
+  auto sink = MetricsSink::Open(absl::StrCat(std::getenv("TEST_TMPDIR"), "/online_index"),
+                                fedkit::ExperimentSpec());
+  ASSERT_TRUE(sink.ok());
+  ServerConfig config{.rounds = 30, .seed = 5};
+  config.async = ServerConfig::Async{.concurrency = 8, .buffer_size = 2};
+  config.task_seconds = [](int64_t client, int, int64_t) { return 1.0 + (client * 7 % 13); };
+  config.next_window = [](int64_t client, double at) {
+    const double phase = 3.0 * static_cast<double>(client % 5);
+    double start = phase + 20.0 * std::floor((at - phase) / 20.0);
+    if (at >= start + 10.0) start += 20.0;
+    return OnlineWindow{start, start + 10.0};
+  };
+  Server server(config, &aggregator, std::move(clients), ServerContext(),
+                [](const ModelState&) -> absl::StatusOr<Evaluation> { return Evaluation{}; },
+                sink->get());
+  ASSERT_TRUE(server.Run(ModelState({{"w", at::zeros({1}), false}})).ok());
+  std::string schedule;
+  for (int k = 0; k < 40; ++k) {
+    if (raw[k]->rounds.empty()) continue;
+    absl::StrAppend(&schedule, k, ":", absl::StrJoin(raw[k]->rounds, ","), " ");
+  }
+  EXPECT_EQ(schedule, kScannedSchedule);
+}
+
 TEST(AsyncDispatchTest, NoClientTrainsTwiceFromTheSameVersion) {
   std::vector<std::unique_ptr<Client>> clients;
   std::vector<PullingClient*> raw;
