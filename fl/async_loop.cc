@@ -21,15 +21,16 @@
 // With online windows (ServerConfig::next_window) only online clients start, and a
 // client whose window closes before its task ends arrives then, untrained, and is
 // counted as dropped out; when no idle client is online the free slots wait for
-// the first to come online.
+// the first to come online. The idle online clients are indexed (fl/rank_set.h),
+// the index updated as windows open and close, so a start costs O(log n).
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <queue>
-#include <utility>
 #include <set>
+#include <utility>
 #include <thread>
 #include <vector>
 
