@@ -138,6 +138,56 @@ absl::StatusOr<std::vector<IndexedUpdate>> ParseUpdates(absl::string_view bytes,
   return updates;
 }
 
+std::string SerializeTask(const ModelState& model, const RoundPlan& plan, int round) {
+  fedkit::TaskMessage message;
+  message.set_round(round);
+  AddEntries(model, "", *message.mutable_model());
+  for (const HookRequest& hook : plan.hooks) {
+    fedkit::TaskMessage::Hook& out = *message.add_hooks();
+    out.set_name(hook.name);
+    *out.mutable_options() = hook.options;
+  }
+  for (const auto& [name, extra] : plan.broadcast) {
+    AddEntries(extra, name, *message.mutable_broadcast());
+  }
+  std::string out;
+  AppendFramed(message, out);
+  return out;
+}
+
+absl::StatusOr<Task> ParseTask(absl::string_view bytes, const c10::Device& device,
+                               const std::string& source) {
+  FL_ASSIGN_OR_RETURN(std::vector<absl::string_view> records, SplitFramed(bytes, source));
+  if (records.size() != 1) {
+    return absl::DataLossError(
+        absl::StrCat(source, ": a task is one record, got ", records.size()));
+  }
+  fedkit::TaskMessage message;
+  if (!message.ParseFromArray(records[0].data(), static_cast<int>(records[0].size()))) {
+    return absl::DataLossError(absl::StrCat(source, ": unreadable task record"));
+  }
+  Task task;
+  task.round = message.round();
+  std::vector<ModelState::Entry> model;
+  for (const CheckpointTensor& tensor : message.model()) {
+    FL_ASSIGN_OR_RETURN(ModelState::Entry entry,
+                        EntryFromRecord(tensor, device, absl::StrCat(source, ": model")));
+    model.push_back(std::move(entry));
+  }
+  task.model = ModelState(std::move(model));
+  for (const fedkit::TaskMessage::Hook& hook : message.hooks()) {
+    task.plan.hooks.push_back({hook.name(), hook.options()});
+  }
+  std::map<std::string, std::vector<ModelState::Entry>> broadcast;
+  for (const CheckpointTensor& tensor : message.broadcast()) {
+    FL_ASSIGN_OR_RETURN(ModelState::Entry entry,
+                        EntryFromRecord(tensor, device, absl::StrCat(source, ": broadcast")));
+    broadcast[tensor.hook()].push_back(std::move(entry));
+  }
+  for (auto& [name, entries] : broadcast) task.plan.broadcast[name] = ModelState(std::move(entries));
+  return task;
+}
+
 std::string SerializeTensors(const TensorMap& tensors) {
   fedkit::TensorsMessage message;
   for (const auto& [name, tensor] : tensors) {

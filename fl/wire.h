@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "fl/aggregator.h"
 #include "fl/client_state_store.h"
 #include "fl/client_update.h"
 
@@ -29,6 +30,18 @@ std::string SerializeUpdates(const std::vector<IndexedUpdate>& updates);
 absl::StatusOr<std::vector<IndexedUpdate>> ParseUpdates(absl::string_view bytes,
                                                         const c10::Device& device,
                                                         const std::string& source);
+
+// A deployed client's task: what Client::Train takes.
+struct Task {
+  int round = 0;
+  ModelState model;
+  RoundPlan plan;
+};
+std::string SerializeTask(const ModelState& model, const RoundPlan& plan, int round);
+// Tensors land on `device`. Errors name `source`; the model's layout is the
+// caller's to check.
+absl::StatusOr<Task> ParseTask(absl::string_view bytes, const c10::Device& device,
+                               const std::string& source);
 
 std::string SerializeTensors(const TensorMap& tensors);
 absl::StatusOr<TensorMap> ParseTensors(absl::string_view bytes, const c10::Device& device,

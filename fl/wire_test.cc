@@ -25,6 +25,40 @@ void ExpectSameState(const ModelState& a, const ModelState& b) {
   }
 }
 
+TEST(WireTest, TasksRoundTripExactlyWithHooksAndBroadcast) {
+  RoundPlan plan;
+  fedkit::TensorsMessage options;  // any message stands in for a hook's options
+  options.add_tensors()->set_name("marker");
+  plan.hooks.push_back({"scaffold", {}});
+  plan.hooks[0].options.PackFrom(options);
+  plan.hooks.push_back({"prox", {}});
+  plan.broadcast["control"] = TwoEntries(3.0);
+  const ModelState model = TwoEntries(1.0);
+  absl::StatusOr<Task> task =
+      ParseTask(SerializeTask(model, plan, 7), at::kCPU, "from the server");
+  ASSERT_TRUE(task.ok()) << task.status();
+  EXPECT_EQ(task->round, 7);
+  ExpectSameState(task->model, model);
+  ASSERT_EQ(task->plan.hooks.size(), 2u);
+  EXPECT_EQ(task->plan.hooks[0].name, "scaffold");
+  fedkit::TensorsMessage unpacked;
+  ASSERT_TRUE(task->plan.hooks[0].options.UnpackTo(&unpacked));
+  EXPECT_EQ(unpacked.tensors(0).name(), "marker");
+  EXPECT_EQ(task->plan.hooks[1].name, "prox");
+  ASSERT_EQ(task->plan.broadcast.count("control"), 1u);
+  ExpectSameState(task->plan.broadcast.at("control"), plan.broadcast.at("control"));
+}
+
+TEST(WireTest, TruncatedOrDoubledTasksAreRefused) {
+  const std::string bytes = SerializeTask(TwoEntries(1.0), RoundPlan(), 1);
+  absl::StatusOr<Task> truncated =
+      ParseTask(bytes.substr(0, bytes.size() - 1), at::kCPU, "from the server");
+  EXPECT_EQ(truncated.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(truncated.status().message(), HasSubstr("from the server: record of"));
+  absl::StatusOr<Task> doubled = ParseTask(bytes + bytes, at::kCPU, "from the server");
+  EXPECT_THAT(doubled.status().message(), HasSubstr("a task is one record, got 2"));
+}
+
 TEST(WireTest, UpdatesRoundTripExactlyWithFailures) {
   ClientUpdate update;
   update.client_id = 17;

@@ -28,6 +28,7 @@ _PKG_CONFIG_LIBS = {
     "zlib": ["zlib"],
     "lemon": ["lemon"],
     "crypto": ["libcrypto"],  # OpenSSL: secure aggregation's X25519, HKDF, ChaCha20
+    "grpc": ["grpc++"],  # deployment across machines (fl/deploy)
 }
 
 # Debian libraries that ship no pkg-config file: target name -> link flags.

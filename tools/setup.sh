@@ -1,7 +1,8 @@
 #!/bin/bash
 # Installs what fedkit needs on Debian 12, once: Bazel 4.2.3 and its offline tool
 # repositories, LibTorch (CPU) with OpenBLAS, Abseil, glog, Protobuf, GoogleTest,
-# Google Benchmark, zlib, LEMON, ALGLIB, Gloo's headers (distributed runs),
+# Google Benchmark, zlib, LEMON, ALGLIB, Gloo's headers (distributed runs), gRPC
+# (deployment),
 # clang-15 with libFuzzer (the sanitizer and fuzzing build),
 # matplotlib (for pictures), the Fashion-MNIST dataset, headless Chromium (the report
 # page's test) and a virtual environment with TensorBoard from PyPI (its reader is
@@ -28,6 +29,8 @@ packages=(
   libalglib-dev              # ALGLIB's QP solver (MA-Echo's client weights)
   libgloo-dev                # headers of Gloo, c10d's CPU transport (distributed runs)
   libssl-dev                 # OpenSSL's libcrypto: secure aggregation's X25519, HKDF, ChaCha20
+  libgrpc++-dev              # gRPC: deployment across machines (fl/deploy)
+  protobuf-compiler-grpc     # grpc_cpp_plugin, protoc's gRPC code generator
   libboost-dev               # boost/crc.hpp: the CRC-32C of TensorBoard's event records
   clang-15                   # the sanitizer build (tools/sanitize.sh): ASan, UBSan
   libfuzzer-15-dev           # libFuzzer, for the fuzz targets in that build

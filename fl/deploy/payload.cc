@@ -1,0 +1,48 @@
+#include "fl/deploy/payload.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+
+namespace fl::deploy {
+
+std::vector<absl::string_view> Chunks(absl::string_view payload, int64_t chunk_bytes) {
+  CHECK_GT(chunk_bytes, 0);
+  std::vector<absl::string_view> chunks;
+  for (size_t at = 0; at < payload.size(); at += static_cast<size_t>(chunk_bytes)) {
+    chunks.push_back(payload.substr(at, static_cast<size_t>(chunk_bytes)));
+  }
+  return chunks;
+}
+
+absl::StatusOr<PayloadAssembler> PayloadAssembler::Start(int64_t declared, int64_t limit,
+                                                         std::string what) {
+  if (declared < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": declared size ", declared, " < 0"));
+  }
+  if (declared > limit) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        what, ": declared size ", declared, " bytes exceeds the limit of ", limit));
+  }
+  PayloadAssembler assembler(declared, std::move(what));
+  assembler.data_.reserve(static_cast<size_t>(declared));
+  return assembler;
+}
+
+absl::Status PayloadAssembler::Add(absl::string_view chunk) {
+  if (static_cast<int64_t>(data_.size() + chunk.size()) > declared_) {
+    return absl::InvalidArgumentError(absl::StrCat(what_, ": a chunk of ", chunk.size(),
+                                                   " bytes runs past the declared ", declared_,
+                                                   " (", data_.size(), " received)"));
+  }
+  data_.append(chunk.data(), chunk.size());
+  return absl::OkStatus();
+}
+
+std::string PayloadAssembler::Take() && {
+  CHECK(complete()) << what_ << ": " << data_.size() << " of " << declared_ << " bytes";
+  return std::move(data_);
+}
+
+}  // namespace fl::deploy
