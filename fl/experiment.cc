@@ -803,7 +803,7 @@ class ServerSide {
         eval_batch_(EvalBatchSize(experiment.spec)) {}
 
   // Opens the sink (rank 0 only writes results) and builds the server.
-  absl::Status Open(bool rank_zero, RoundObserver on_round) {
+  absl::Status Open(bool rank_zero, RoundObserver on_round, ClientReach reach_clients) {
     const fedkit::ExperimentSpec& spec = experiment_.spec;
     if (rank_zero) {
       FL_ASSIGN_OR_RETURN(sink_, MetricsSink::Open(output_dir_, spec));
@@ -845,7 +845,16 @@ class ServerSide {
       FL_ASSIGN_OR_RETURN(Evaluation evaluation, evaluate(state));
       return evaluation.accuracy;
     };
-    server_ = std::make_unique<Server>(std::move(config), aggregator_, federation_.TakeClients(),
+    std::vector<std::unique_ptr<Client>> clients = federation_.TakeClients();
+    if (reach_clients) {
+      const size_t count = clients.size();
+      FL_ASSIGN_OR_RETURN(clients, reach_clients(std::move(clients)));
+      if (clients.size() != count) {
+        return absl::InternalError(absl::StrCat("the deployment reaches ", clients.size(),
+                                                " clients of ", count));
+      }
+    }
+    server_ = std::make_unique<Server>(std::move(config), aggregator_, std::move(clients),
                                        std::move(context), TestEvaluator(), sink_.get());
     server_->set_predictor_evaluator(TestPredictorEvaluator());
     return absl::OkStatus();
@@ -904,11 +913,16 @@ absl::StatusOr<Evaluation> EvaluateOnTestSplit(
 
 absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
                                                const std::string& output_dir,
-                                               const Checkpoint* resume, RoundObserver on_round) {
+                                               const Checkpoint* resume, RoundObserver on_round,
+                                               ClientReach reach_clients) {
   const fedkit::ExperimentSpec& spec = experiment.spec;
   if (on_round && spec.simulation().backend() == fedkit::SimulationSpec::C10D) {
     return absl::FailedPreconditionError(
         "a per-round observer watches a single-process run; simulation.backend C10D has several");
+  }
+  if (reach_clients && spec.simulation().backend() == fedkit::SimulationSpec::C10D) {
+    return absl::FailedPreconditionError(
+        "a deployment's server is one process: simulation.backend must not be C10D");
   }
   ApplyAndReportThreads(experiment.threads);
   FL_ASSIGN_OR_RETURN(std::unique_ptr<Collective> group, JoinProcessGroup(spec));
@@ -930,7 +944,7 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
                       Federation::Assemble(experiment, std::move(data), group.get()));
 
   ServerSide side(experiment, *federation, *global_model, group.get(), output_dir);
-  FL_RETURN_IF_ERROR(side.Open(rank_zero, std::move(on_round)));
+  FL_RETURN_IF_ERROR(side.Open(rank_zero, std::move(on_round), std::move(reach_clients)));
   FL_ASSIGN_OR_RETURN(ModelState final_model, side.Run(std::move(initial), resume));
   if (!rank_zero) return ExperimentResult{std::move(final_model), {}, group->rank()};
   FL_RETURN_IF_ERROR(WriteModelFile(output_dir + "/model.pt", final_model));
@@ -939,6 +953,34 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   }
   WriteReportPage(spec, output_dir);
   return ExperimentResult{std::move(final_model), side.sink()->rows()};
+}
+
+HostedClient::HostedClient() = default;
+HostedClient::HostedClient(HostedClient&&) = default;
+HostedClient::~HostedClient() = default;
+
+absl::StatusOr<HostedClient> HostClient(Experiment& experiment, int64_t client_id) {
+  const fedkit::ExperimentSpec& spec = experiment.spec;
+  if (spec.simulation().backend() == fedkit::SimulationSpec::C10D) {
+    return absl::FailedPreconditionError(
+        "a deployment's client is one process: simulation.backend must not be C10D");
+  }
+  ApplyAndReportThreads(experiment.threads);
+  FL_ASSIGN_OR_RETURN(RunData data, LoadRunData(experiment));
+  if (client_id < 0 || client_id >= static_cast<int64_t>(data.shares.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("client id ", client_id, " is not in [0, ",
+                                                   data.shares.size(), ") (partition.num_clients)"));
+  }
+  // The server's order of draws from LibTorch's generator: the global model first.
+  torch::manual_seed(DeriveSeed(spec.seed(), SeedStream::kInitialModel));
+  FL_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
+                      NewModel(spec, experiment.data_info, experiment.device));
+  HostedClient hosted;
+  hosted.layout = ModelState::FromModule(*model).Clone();
+  FL_ASSIGN_OR_RETURN(hosted.federation, Federation::Assemble(experiment, std::move(data), nullptr));
+  std::vector<std::unique_ptr<Client>> clients = hosted.federation->TakeClients();
+  hosted.client = std::move(clients[static_cast<size_t>(client_id)]);
+  return hosted;
 }
 
 }  // namespace fl

@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "fl/aggregator.h"
+#include "fl/client.h"
 #include "fl/dataset.h"
 #include "fl/evaluator.h"
 #include "fl/metrics_sink.h"
@@ -32,6 +33,8 @@
 #include "fl/thread_budget.h"
 
 namespace fl {
+
+class Federation;
 
 struct Experiment {
   fedkit::ExperimentSpec spec;
@@ -73,11 +76,32 @@ struct Checkpoint;
 // row and the global model; returning false ends the run there, normally (its
 // summary covers the rounds run). Only for single-process runs: a C10D spec with
 // `on_round` is refused (FailedPrecondition).
+//
+// `reach_clients`, when given, receives the federation's in-process clients (in
+// id order) and returns the clients the server runs instead, one per id in the
+// same order: a deployment's stand-ins for clients in other processes
+// (fl/deploy/remote_client.h). Single-process runs only.
 using RoundObserver = std::function<bool(const MetricsRow&, const ModelState&)>;
+using ClientReach = std::function<absl::StatusOr<std::vector<std::unique_ptr<Client>>>(
+    std::vector<std::unique_ptr<Client>> in_process)>;
 absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
                                                const std::string& output_dir,
                                                const Checkpoint* resume = nullptr,
-                                               RoundObserver on_round = nullptr);
+                                               RoundObserver on_round = nullptr,
+                                               ClientReach reach_clients = nullptr);
+
+// A client process of a deployment: the spec's data, partition and clients
+// assembled as the server's run assembles them, of which it trains one. The model
+// layout is the spec's model's, to check the server's tasks against.
+struct HostedClient {
+  HostedClient();
+  HostedClient(HostedClient&&);
+  ~HostedClient();
+  std::unique_ptr<Federation> federation;
+  std::unique_ptr<Client> client;
+  ModelState layout;
+};
+absl::StatusOr<HostedClient> HostClient(Experiment& experiment, int64_t client_id);
 
 // The accuracy and mean loss on the spec's test split of a model of the spec's
 // architecture, as a run evaluates its global model each round. `read` gets a

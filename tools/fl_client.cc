@@ -1,0 +1,96 @@
+// A client of a deployed run (bazel run //tools:fl_server): trains one client of
+// the spec in this process, with its share of the spec's data, and answers the
+// server's tasks over TLS until the run is over. Reconnects when the connection
+// drops, for up to --reconnect_seconds.
+//
+//   bazel run //tools:fl_client -- --spec=SPEC --server=HOST:50051 --client_id=3 \
+//       --token_file=token3.txt --tls_ca=ca.pem [--tls_cert=client.pem --tls_key=client.key]
+//
+// Exit codes: 0 the run is over, 1 the session failed, 2 the command line, spec
+// or files are wrong, or the server refused this client.
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "fl/deploy/client_session.h"
+#include "fl/deploy/run_identity.h"
+#include "fl/deploy/tls.h"
+#include "fl/experiment.h"
+#include "fl/federation.h"
+#include "fl/index_files.h"
+#include "fl/spec_loader.h"
+#include "glog/logging.h"
+#include "grpcpp/create_channel.h"
+
+ABSL_FLAG(std::string, spec, "", "Path of the ExperimentSpec text proto (the server's).");
+ABSL_FLAG(std::string, set, "", "Text-format fragment merged into the spec.");
+ABSL_FLAG(std::string, server, "127.0.0.1:50051", "The server's address.");
+ABSL_FLAG(int64_t, client_id, -1, "Which of the spec's clients this process is.");
+ABSL_FLAG(std::string, token_file, "", "File whose first line is this client's token.");
+ABSL_FLAG(std::string, tls_ca, "", "The CA that signed the server's certificate (PEM).");
+ABSL_FLAG(std::string, tls_cert, "", "This client's certificate (PEM), for mutual TLS.");
+ABSL_FLAG(std::string, tls_key, "", "This client's private key (PEM), for mutual TLS.");
+ABSL_FLAG(double, reconnect_seconds, 120,
+          "How long to keep reconnecting when the server cannot be reached.");
+
+namespace {
+
+int Fail(int code, const absl::Status& status) {
+  std::fprintf(stderr, "fl_client: %s\n", std::string(status.message()).c_str());
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  google::InitGoogleLogging(argv[0]);
+  FLAGS_logtostderr = true;
+  absl::StatusOr<fedkit::ExperimentSpec> spec =
+      fl::LoadSpecFile(fl::ResolveUserPath(absl::GetFlag(FLAGS_spec)));
+  if (!spec.ok()) return Fail(2, spec.status());
+  if (absl::Status set = fl::ApplyOverride(absl::GetFlag(FLAGS_set), *spec); !set.ok()) {
+    return Fail(2, set);
+  }
+  absl::StatusOr<fl::Experiment> experiment = fl::BuildExperiment(*spec);
+  if (!experiment.ok()) return Fail(2, experiment.status());
+  absl::StatusOr<std::string> token = fl::deploy::ReadToken(absl::GetFlag(FLAGS_token_file));
+  if (!token.ok()) return Fail(2, token.status());
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = fl::deploy::ClientTls(
+      {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_ca)});
+  if (!credentials.ok()) return Fail(2, credentials.status());
+  absl::StatusOr<fl::HostedClient> hosted =
+      fl::HostClient(*experiment, absl::GetFlag(FLAGS_client_id));
+  if (!hosted.ok()) return Fail(2, hosted.status());
+
+  fl::deploy::ClientSessionOptions options;
+  options.client_id = absl::GetFlag(FLAGS_client_id);
+  options.token = *std::move(token);
+  options.spec_digest = fl::deploy::SpecDigest(*spec);
+  options.device = experiment->device;
+  const auto give_up = std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(static_cast<int64_t>(
+                           1000 * absl::GetFlag(FLAGS_reconnect_seconds)));
+  for (;;) {
+    std::shared_ptr<grpc::Channel> channel =
+        grpc::CreateChannel(absl::GetFlag(FLAGS_server), *credentials);
+    absl::StatusOr<std::string> ended =
+        fl::deploy::RunClientSession(channel, *hosted->client, hosted->layout, options);
+    if (ended.ok()) {
+      LOG(INFO) << "fl_client " << options.client_id << ": " << *ended;
+      return 0;
+    }
+    if (ended.status().code() == absl::StatusCode::kUnauthenticated) return Fail(2, ended.status());
+    if (ended.status().code() != absl::StatusCode::kUnavailable ||
+        std::chrono::steady_clock::now() > give_up) {
+      return Fail(1, ended.status());
+    }
+    LOG(WARNING) << ended.status() << "; reconnecting";
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}

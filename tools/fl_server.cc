@@ -1,0 +1,129 @@
+// The server of a deployed run: the spec's server side, with every client in
+// another process (bazel run //tools:fl_client) that dials this one over TLS.
+//
+//   bazel run //tools:fl_server -- --spec=SPEC --listen=0.0.0.0:50051 \
+//       --tls_cert=server.pem --tls_key=server.key [--tls_client_ca=ca.pem] \
+//       --tokens=tokens.txt [--output_dir=DIR] [--set=...]
+//
+// tokens.txt holds "<client id> <token>" per line, one per client of the spec. A
+// client's task that is not answered within --task_deadline_seconds fails its
+// training for that round; a round goes on with the others. Exit codes: 0 done,
+// 1 the run failed, 2 the command line, spec or files are wrong.
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "fl/deploy/coordinator.h"
+#include "fl/deploy/remote_client.h"
+#include "fl/deploy/run_identity.h"
+#include "fl/deploy/tls.h"
+#include "fl/experiment.h"
+#include "fl/index_files.h"
+#include "fl/spec_loader.h"
+#include "glog/logging.h"
+#include "grpcpp/server_builder.h"
+
+ABSL_FLAG(std::string, spec, "", "Path of the ExperimentSpec text proto.");
+ABSL_FLAG(std::string, set, "", "Text-format fragment merged into the spec.");
+ABSL_FLAG(std::string, output_dir, "", "Where results go (default: the spec's output.dir).");
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "Address to listen on; port 0 picks one.");
+ABSL_FLAG(std::string, tls_cert, "", "The server's certificate chain (PEM). Required.");
+ABSL_FLAG(std::string, tls_key, "", "The server's private key (PEM). Required.");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "A CA (PEM): clients must present a certificate it signed (mutual TLS).");
+ABSL_FLAG(std::string, tokens, "", "File of \"<client id> <token>\" lines. Required.");
+ABSL_FLAG(double, task_deadline_seconds, 600, "How long a client has for one task.");
+ABSL_FLAG(double, connect_timeout_seconds, 600,
+          "How long a task waits for its client to connect or reconnect.");
+ABSL_FLAG(int64_t, max_payload_mb, 1024, "The largest answer a client may send, in MiB.");
+ABSL_FLAG(std::string, port_file, "",
+          "When set, the port listened on is written there once listening (for scripts).");
+
+namespace {
+
+int Fail(int code, const absl::Status& status) {
+  std::fprintf(stderr, "fl_server: %s\n", std::string(status.message()).c_str());
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  google::InitGoogleLogging(argv[0]);
+  FLAGS_logtostderr = true;
+  absl::StatusOr<fedkit::ExperimentSpec> spec =
+      fl::LoadSpecFile(fl::ResolveUserPath(absl::GetFlag(FLAGS_spec)));
+  if (!spec.ok()) return Fail(2, spec.status());
+  if (absl::Status set = fl::ApplyOverride(absl::GetFlag(FLAGS_set), *spec); !set.ok()) {
+    return Fail(2, set);
+  }
+  absl::StatusOr<fl::Experiment> experiment = fl::BuildExperiment(*spec);
+  if (!experiment.ok()) return Fail(2, experiment.status());
+  absl::StatusOr<std::map<int64_t, std::string>> tokens =
+      fl::deploy::ReadTokens(absl::GetFlag(FLAGS_tokens));
+  if (!tokens.ok()) return Fail(2, tokens.status());
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = fl::deploy::ServerTls(
+      {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+       absl::GetFlag(FLAGS_tls_client_ca)});
+  if (!credentials.ok()) return Fail(2, credentials.status());
+
+  fl::deploy::CoordinatorOptions options;
+  options.tokens = *std::move(tokens);
+  options.spec_digest = fl::deploy::SpecDigest(*spec);
+  options.limits.max_payload_bytes = absl::GetFlag(FLAGS_max_payload_mb) << 20;
+  options.connect_timeout = absl::Seconds(absl::GetFlag(FLAGS_connect_timeout_seconds));
+  fl::deploy::Coordinator coordinator(options);
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(absl::GetFlag(FLAGS_listen), *credentials, &port);
+  builder.RegisterService(&coordinator);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    return Fail(2, absl::UnavailableError(
+                       absl::StrCat("cannot listen on ", absl::GetFlag(FLAGS_listen))));
+  }
+  LOG(INFO) << "fl_server: listening on port " << port << "; spec digest " << options.spec_digest;
+  if (const std::string path = absl::GetFlag(FLAGS_port_file); !path.empty()) {
+    FILE* file = std::fopen(path.c_str(), "w");
+    if (file == nullptr) return Fail(2, absl::NotFoundError(absl::StrCat("cannot write ", path)));
+    std::fprintf(file, "%d\n", port);
+    std::fclose(file);
+  }
+
+  const absl::Duration deadline = absl::Seconds(absl::GetFlag(FLAGS_task_deadline_seconds));
+  const c10::Device device = experiment->device;
+  auto reach = [&](std::vector<std::unique_ptr<fl::Client>> in_process)
+      -> absl::StatusOr<std::vector<std::unique_ptr<fl::Client>>> {
+    std::vector<std::unique_ptr<fl::Client>> remote;
+    for (const std::unique_ptr<fl::Client>& client : in_process) {
+      if (options.tokens.count(client->id()) == 0) {
+        return absl::InvalidArgumentError(absl::StrCat(absl::GetFlag(FLAGS_tokens),
+                                                       ": no token for client ", client->id()));
+      }
+      remote.push_back(std::make_unique<fl::deploy::RemoteClient>(
+          client->id(), client->num_examples(), &coordinator, deadline, device));
+    }
+    return remote;
+  };
+  std::string output_dir = absl::GetFlag(FLAGS_output_dir);
+  if (output_dir.empty()) {
+    output_dir = spec->output().dir().empty() ? absl::StrCat("results/", spec->name())
+                                              : spec->output().dir();
+  }
+  absl::StatusOr<fl::ExperimentResult> result =
+      fl::RunExperiment(*experiment, fl::ResolveUserPath(output_dir), nullptr, nullptr, reach);
+  coordinator.EndSessions(result.ok() ? "the run is over"
+                                      : absl::StrCat("the run failed: ", result.status().message()));
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  for (const auto& [reason, count] : coordinator.refusals()) {
+    LOG(WARNING) << "fl_server: refused " << count << " x " << reason;
+  }
+  if (!result.ok()) return Fail(1, result.status());
+  return 0;
+}
