@@ -1,6 +1,7 @@
 // Fuzz target: the readers of what the ranks of a distributed run send each
-// other (fl/wire.h). The first byte picks the reader (client updates, a tensor
-// map, client states); the rest is its input. Each gives records or an error,
+// other, and of a deployed client's task (fl/wire.h). The first byte picks the
+// reader (client updates, a tensor map, client states, a task); the rest is its
+// input. Each gives records or an error,
 // never a crash or an allocation beyond the input. What parses must survive a
 // round trip: its serialisation parses, and serialises to the same bytes again
 // (not to the input's: protobuf reads many encodings of one message and writes
@@ -40,16 +41,21 @@ void CheckRoundTrip(const char* reader, absl::string_view bytes, Parse parse,
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const absl::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 3) {
+  switch (data[0] % 4) {
     case 0:
       CheckRoundTrip("ParseUpdates", bytes, fl::ParseUpdates, fl::SerializeUpdates);
       break;
     case 1:
       CheckRoundTrip("ParseTensors", bytes, fl::ParseTensors, fl::SerializeTensors);
       break;
-    default:
+    case 2:
       CheckRoundTrip("ParseClientStates", bytes, fl::ParseClientStates,
                      fl::SerializeClientStates);
+      break;
+    default:
+      CheckRoundTrip("ParseTask", bytes, fl::ParseTask, [](const fl::Task& task) {
+        return fl::SerializeTask(task.model, task.plan, task.round);
+      });
   }
   return 0;
 }
