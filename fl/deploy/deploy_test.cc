@@ -47,7 +47,7 @@ class StatefulClient : public Client {
   int64_t num_examples() const override { return 10 + id_; }
   absl::StatusOr<ClientUpdate> Train(const ModelState& global, const RoundPlan& plan,
                                      int round) override {
-    if (round == hang_) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    if (round == hang_) std::this_thread::sleep_for(std::chrono::seconds(5));
     ClientUpdate update;
     update.client_id = id_;
     update.delta = global.Clone();
@@ -235,7 +235,7 @@ TEST(DeployTest, AHungClientMissesTheDeadlineAndTheRoundGoesOn) {
     deployment.Start(std::make_unique<StatefulClient>(k, k == 2 ? 1 : 0), SessionOptions(k),
                      &results[k]);
     remote.push_back(std::make_unique<RemoteClient>(k, 10 + k, &deployment.coordinator(),
-                                                    absl::Milliseconds(500), at::kCPU));
+                                                    absl::Seconds(2), at::kCPU));
   }
   Mean aggregator;
   auto sink = MetricsSink::Open(absl::StrCat(std::getenv("TEST_TMPDIR"), "/hung"),
