@@ -18,12 +18,12 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "fl/deploy/client_session.h"
+#include "fl/deploy/deployed_run.h"
 #include "fl/deploy/run_identity.h"
 #include "fl/deploy/tls.h"
 #include "fl/experiment.h"
 #include "fl/federation.h"
 #include "fl/index_files.h"
-#include "fl/spec_loader.h"
 #include "glog/logging.h"
 #include "grpcpp/create_channel.h"
 
@@ -51,28 +51,25 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   google::InitGoogleLogging(argv[0]);
   FLAGS_logtostderr = true;
-  absl::StatusOr<fedkit::ExperimentSpec> spec =
-      fl::LoadSpecFile(fl::ResolveUserPath(absl::GetFlag(FLAGS_spec)));
-  if (!spec.ok()) return Fail(2, spec.status());
-  if (absl::Status set = fl::ApplyOverride(absl::GetFlag(FLAGS_set), *spec); !set.ok()) {
-    return Fail(2, set);
-  }
-  absl::StatusOr<fl::Experiment> experiment = fl::BuildExperiment(*spec);
-  if (!experiment.ok()) return Fail(2, experiment.status());
+  absl::StatusOr<fl::deploy::DeployedRun> run =
+      fl::deploy::LoadDeployedRun(absl::GetFlag(FLAGS_spec), absl::GetFlag(FLAGS_set));
+  if (!run.ok()) return Fail(2, run.status());
+  const fedkit::ExperimentSpec& spec = run->spec;
+  fl::Experiment& experiment = run->experiment;
   absl::StatusOr<std::string> token = fl::deploy::ReadToken(absl::GetFlag(FLAGS_token_file));
   if (!token.ok()) return Fail(2, token.status());
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = fl::deploy::ClientTls(
       {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_ca)});
   if (!credentials.ok()) return Fail(2, credentials.status());
   absl::StatusOr<fl::HostedClient> hosted =
-      fl::HostClient(*experiment, absl::GetFlag(FLAGS_client_id));
+      fl::HostClient(experiment, absl::GetFlag(FLAGS_client_id));
   if (!hosted.ok()) return Fail(2, hosted.status());
 
   fl::deploy::ClientSessionOptions options;
   options.client_id = absl::GetFlag(FLAGS_client_id);
   options.token = *std::move(token);
-  options.spec_digest = fl::deploy::SpecDigest(*spec);
-  options.device = experiment->device;
+  options.spec_digest = fl::deploy::SpecDigest(spec);
+  options.device = experiment.device;
   const auto give_up = std::chrono::steady_clock::now() +
                        std::chrono::milliseconds(static_cast<int64_t>(
                            1000 * absl::GetFlag(FLAGS_reconnect_seconds)));

@@ -19,12 +19,12 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "fl/deploy/coordinator.h"
+#include "fl/deploy/deployed_run.h"
 #include "fl/deploy/remote_client.h"
 #include "fl/deploy/run_identity.h"
 #include "fl/deploy/tls.h"
 #include "fl/experiment.h"
 #include "fl/index_files.h"
-#include "fl/spec_loader.h"
 #include "glog/logging.h"
 #include "grpcpp/server_builder.h"
 
@@ -57,14 +57,11 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   google::InitGoogleLogging(argv[0]);
   FLAGS_logtostderr = true;
-  absl::StatusOr<fedkit::ExperimentSpec> spec =
-      fl::LoadSpecFile(fl::ResolveUserPath(absl::GetFlag(FLAGS_spec)));
-  if (!spec.ok()) return Fail(2, spec.status());
-  if (absl::Status set = fl::ApplyOverride(absl::GetFlag(FLAGS_set), *spec); !set.ok()) {
-    return Fail(2, set);
-  }
-  absl::StatusOr<fl::Experiment> experiment = fl::BuildExperiment(*spec);
-  if (!experiment.ok()) return Fail(2, experiment.status());
+  absl::StatusOr<fl::deploy::DeployedRun> run =
+      fl::deploy::LoadDeployedRun(absl::GetFlag(FLAGS_spec), absl::GetFlag(FLAGS_set));
+  if (!run.ok()) return Fail(2, run.status());
+  const fedkit::ExperimentSpec& spec = run->spec;
+  fl::Experiment& experiment = run->experiment;
   absl::StatusOr<std::map<int64_t, std::string>> tokens =
       fl::deploy::ReadTokens(absl::GetFlag(FLAGS_tokens));
   if (!tokens.ok()) return Fail(2, tokens.status());
@@ -75,7 +72,7 @@ int main(int argc, char** argv) {
 
   fl::deploy::CoordinatorOptions options;
   options.tokens = *std::move(tokens);
-  options.spec_digest = fl::deploy::SpecDigest(*spec);
+  options.spec_digest = fl::deploy::SpecDigest(spec);
   options.limits.max_payload_bytes = absl::GetFlag(FLAGS_max_payload_mb) << 20;
   options.connect_timeout = absl::Seconds(absl::GetFlag(FLAGS_connect_timeout_seconds));
   fl::deploy::Coordinator coordinator(options);
@@ -97,7 +94,7 @@ int main(int argc, char** argv) {
   }
 
   const absl::Duration deadline = absl::Seconds(absl::GetFlag(FLAGS_task_deadline_seconds));
-  const c10::Device device = experiment->device;
+  const c10::Device device = experiment.device;
   auto reach = [&](std::vector<std::unique_ptr<fl::Client>> in_process)
       -> absl::StatusOr<std::vector<std::unique_ptr<fl::Client>>> {
     std::vector<std::unique_ptr<fl::Client>> remote;
@@ -113,11 +110,11 @@ int main(int argc, char** argv) {
   };
   std::string output_dir = absl::GetFlag(FLAGS_output_dir);
   if (output_dir.empty()) {
-    output_dir = spec->output().dir().empty() ? absl::StrCat("results/", spec->name())
-                                              : spec->output().dir();
+    output_dir = spec.output().dir().empty() ? absl::StrCat("results/", spec.name())
+                                              : spec.output().dir();
   }
   absl::StatusOr<fl::ExperimentResult> result =
-      fl::RunExperiment(*experiment, fl::ResolveUserPath(output_dir), nullptr, nullptr, reach);
+      fl::RunExperiment(experiment, fl::ResolveUserPath(output_dir), nullptr, nullptr, reach);
   coordinator.EndSessions(result.ok() ? "the run is over"
                                       : absl::StrCat("the run failed: ", result.status().message()));
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
