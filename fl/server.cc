@@ -270,13 +270,10 @@ absl::Status Server::Round::Configure() {
 
 absl::Status Server::Round::DrawCohort() {
   const ServerConfig& config = server_.config_;
-  if (!config.next_window) {
-    cohort_ = server_.DrawCohort(static_cast<int>(server_.clients_.size()), round_);
-    return absl::OkStatus();
-  }
   const double ended = server_.progress_.pending.virtual_seconds;
   double starts = ended;
   FL_ASSIGN_OR_RETURN(cohort_, server_.DrawOnlineCohort(round_, starts));
+  if (!config.next_window) return absl::OkStatus();
   wait_ = starts - ended;
   outcome_.virtual_seconds = wait_;
   departs_.resize(cohort_.size());
