@@ -542,7 +542,8 @@ TEST(ValidationTest, BatchOrderFoldersAreChecked) {
 
 TEST(ValidationTest, EveryProblemIsReportedWithItsFieldPath) {
   auto experiment = fl::BuildExperiment(Spec(
-      "server { rounds: 0 clients_per_round: 50 } client { optimizer { lr: -0.1 } } "
+      "server { rounds: 0 clients_per_round: 50 min_accepted_updates: 51 } "
+      "client { optimizer { lr: -0.1 } } "
       "aggregator { name: 'fedavgg' } "
       "model { options { [type.googleapis.com/fedkit.data.DirichletOptions] { alpha: 1 } } } "
       "partition { options { [type.googleapis.com/fedkit.data.DirichletOptions] { alpha: -2 } } }"));
@@ -551,6 +552,8 @@ TEST(ValidationTest, EveryProblemIsReportedWithItsFieldPath) {
   EXPECT_THAT(message, HasSubstr("server.rounds: must be >= 1, got 0"));
   EXPECT_THAT(message,
               HasSubstr("server.clients_per_round: must be in [1, partition.num_clients = 20], got 50"));
+  EXPECT_THAT(message, HasSubstr("server.min_accepted_updates: must be in [0, clients_per_round "
+                                 "= 50], got 51"));
   EXPECT_THAT(message, HasSubstr("client.optimizer.lr: must be > 0, got -0.1"));
   EXPECT_THAT(message, HasSubstr(absl::StrCat(
                            "aggregator.name: aggregator \"fedavgg\" is not registered; known: ",
@@ -558,7 +561,7 @@ TEST(ValidationTest, EveryProblemIsReportedWithItsFieldPath) {
   EXPECT_THAT(message, HasSubstr("model (mlp): options: model \"mlp\" takes "
                                  "fedkit.models.MlpOptions, got fedkit.data.DirichletOptions"));
   EXPECT_THAT(message, HasSubstr("partition (dirichlet): options.alpha: must be > 0, got -2"));
-  EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 5);  // six problems, one per line
+  EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 6);  // seven problems, one per line
 }
 
 // Regression: the plan's hooks and client.hooks were concatenated, so FedProx with

@@ -577,7 +577,7 @@ TEST(AsyncRunTest, TheSpecIsCheckedWithPaths) {
   auto spec = ParseSpec(kSpec, "kSpec");
   ASSERT_TRUE(spec.ok());
   ASSERT_TRUE(ApplyOverride("server { async { concurrency: 31 buffer_size: 2 mixing_rate: 1.5 } "
-                            "screening { max_norm_to_median: 3 } }",
+                            "screening { max_norm_to_median: 3 } min_accepted_updates: 2 }",
                             *spec)
                   .ok());
   auto experiment = BuildExperiment(*spec);
@@ -588,6 +588,7 @@ TEST(AsyncRunTest, TheSpecIsCheckedWithPaths) {
   EXPECT_THAT(message, HasSubstr("server.async.mixing_rate: must be in (0, 1], got 1.5"));
   EXPECT_THAT(message, HasSubstr("server.async.buffer_size: must be 1 with mixing_rate"));
   EXPECT_THAT(message, HasSubstr("server.screening.max_norm_to_median: excludes server.async"));
+  EXPECT_THAT(message, HasSubstr("server.min_accepted_updates: excludes server.async"));
 }
 
 TEST(AsyncRunTest, AnAggregatorThatNeedsTheWholeCohortIsRefusedByItsProperty) {

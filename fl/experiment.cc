@@ -143,6 +143,8 @@ void ValidateAsync(const fedkit::ExperimentSpec& spec, int num_clients, ErrorLis
          "a lossy download's clients' copy follows synchronous rounds");
   refuse(spec.simulation().backend() != fedkit::SimulationSpec::IN_PROCESS,
          "simulation.backend", "asynchronous runs are in-process");
+  refuse(server.min_accepted_updates() > 0, "server.min_accepted_updates",
+         "an asynchronous step takes the updates that arrive");
 }
 
 // What secure aggregation cannot run with: the server sees only the sum, so
@@ -277,6 +279,16 @@ void ValidateCore(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
     errors.Add("server.clients_per_round",
                absl::StrCat("must be in [1, partition.num_clients = ", num_clients, "], got ",
                             server.clients_per_round()));
+  }
+  if (const int most = server.one_shot() ? num_clients : server.clients_per_round();
+      server.min_accepted_updates() < 0 || server.min_accepted_updates() > most) {
+    errors.Add("server.min_accepted_updates",
+               absl::StrCat("must be in [0, ", server.one_shot() ? "partition.num_clients" : "clients_per_round",
+                            " = ", most, "], got ", server.min_accepted_updates()));
+  } else if (server.min_accepted_updates() > 0 &&
+             server.cohort_sampling() == fedkit::ServerSpec::POISSON) {
+    errors.Add("server.min_accepted_updates",
+               "excludes Poisson sampling (server.cohort_sampling), whose cohorts may be empty");
   }
   if (server.has_first_eval_round() &&
       !(server.first_eval_round() >= 1 && server.first_eval_round() <= server.rounds())) {
@@ -618,6 +630,7 @@ ServerConfig ServerConfigFor(const fedkit::ExperimentSpec& spec, const ThreadBud
   config.first_eval_round =
       spec.server().has_first_eval_round() ? spec.server().first_eval_round() : 0;
   config.one_shot = spec.server().one_shot();
+  config.min_accepted_updates = spec.server().min_accepted_updates();
   config.download = CodecFromSpec(spec.server().download());
   config.download_error_feedback = spec.server().download().error_feedback();
   switch (spec.server().incomplete_updates()) {
@@ -959,17 +972,24 @@ HostedClient::HostedClient() = default;
 HostedClient::HostedClient(HostedClient&&) = default;
 HostedClient::~HostedClient() = default;
 
-absl::StatusOr<HostedClient> HostClient(Experiment& experiment, int64_t client_id) {
+absl::StatusOr<HostedClient> HostClient(Experiment& experiment, int64_t client_id,
+                                        Dataset* own_data) {
   const fedkit::ExperimentSpec& spec = experiment.spec;
   if (spec.simulation().backend() == fedkit::SimulationSpec::C10D) {
     return absl::FailedPreconditionError(
         "a deployment's client is one process: simulation.backend must not be C10D");
   }
-  ApplyAndReportThreads(experiment.threads);
-  FL_ASSIGN_OR_RETURN(RunData data, LoadRunData(experiment));
-  if (client_id < 0 || client_id >= static_cast<int64_t>(data.shares.size())) {
+  if (client_id < 0 || client_id >= spec.partition().num_clients()) {
     return absl::InvalidArgumentError(absl::StrCat("client id ", client_id, " is not in [0, ",
-                                                   data.shares.size(), ") (partition.num_clients)"));
+                                                   spec.partition().num_clients(),
+                                                   ") (partition.num_clients)"));
+  }
+  ApplyAndReportThreads(experiment.threads);
+  RunData data;
+  if (own_data == nullptr) {
+    FL_ASSIGN_OR_RETURN(data, LoadRunData(experiment));
+  } else {
+    FL_ASSIGN_OR_RETURN(data, LoadOwnData(experiment, *own_data, client_id));
   }
   // The server's order of draws from LibTorch's generator: the global model first.
   torch::manual_seed(DeriveSeed(spec.seed(), SeedStream::kInitialModel));

@@ -101,7 +101,10 @@ struct HostedClient {
   std::unique_ptr<Client> client;
   ModelState layout;
 };
-absl::StatusOr<HostedClient> HostClient(Experiment& experiment, int64_t client_id);
+// `own_data`, when given, replaces the spec's data: the client trains on all of
+// its training split (LoadOwnData); the spec's dataset files are not read.
+absl::StatusOr<HostedClient> HostClient(Experiment& experiment, int64_t client_id,
+                                        Dataset* own_data = nullptr);
 
 // The accuracy and mean loss on the spec's test split of a model of the spec's
 // architecture, as a run evaluates its global model each round. `read` gets a

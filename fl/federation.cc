@@ -138,6 +138,24 @@ absl::StatusOr<RunData> LoadRunData(Experiment& experiment) {
   return run;
 }
 
+absl::StatusOr<RunData> LoadOwnData(const Experiment& experiment, Dataset& own,
+                                    int64_t client_id) {
+  const int64_t num_classes = experiment.data_info.num_classes;
+  FL_RETURN_IF_ERROR(own.CheckAvailable());
+  FL_ASSIGN_OR_RETURN(DatasetSplits data, own.Load());
+  FL_RETURN_IF_ERROR(CheckLabels(data.train, num_classes, "train"));
+  FL_RETURN_IF_ERROR(CheckLabels(data.test, num_classes, "test"));
+  if (data.train.size() == 0) return absl::InvalidArgumentError("the training split is empty");
+  RunData run;
+  run.shares.resize(static_cast<size_t>(experiment.spec.partition().num_clients()));
+  std::vector<int64_t>& share = run.shares.at(static_cast<size_t>(client_id));
+  share.resize(static_cast<size_t>(data.train.size()));
+  std::iota(share.begin(), share.end(), int64_t{0});
+  run.train = {data.train.x.to(experiment.device), data.train.y.to(experiment.device)};
+  run.test = {data.test.x.to(experiment.device), data.test.y.to(experiment.device)};
+  return run;
+}
+
 absl::StatusOr<std::unique_ptr<Federation>> Federation::Assemble(const Experiment& experiment,
                                                                  RunData data,
                                                                  const Collective* group) {

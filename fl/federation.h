@@ -57,6 +57,12 @@ struct RunData {
 // partitions the rest (seeded), no share empty.
 absl::StatusOr<RunData> LoadRunData(Experiment& experiment);
 
+// A deployed client's own data (fl_client --data_dir): `own`'s training split is
+// all client `client_id`'s share (the other clients' shares are empty), with its
+// test split and no proxy set. Errors: LoadRunData's, and an empty training split.
+absl::StatusOr<RunData> LoadOwnData(const Experiment& experiment, Dataset& own,
+                                    int64_t client_id);
+
 class Federation {
  public:
   // `data` from LoadRunData: its shares become the clients. `group` (null for one

@@ -642,6 +642,13 @@ absl::StatusOr<Server::RoundOutcome> Server::Round::Finish() {
     outcome_.train_loss = 0.0;
     return outcome_;
   }
+  if (const int quorum = server_.config_.min_accepted_updates; outcome_.accepted < quorum) {
+    return absl::UnavailableError(absl::StrCat(
+        "round ", round_, ": ", outcome_.accepted, " updates accepted, fewer than ",
+        "server.min_accepted_updates = ", quorum, " (", outcome_.rejected, " rejected, ",
+        outcome_.dropped, " dropped out)",
+        outcome_.first_error.ok() ? "" : absl::StrCat("; first rejection: ", outcome_.first_error.message())));
+  }
   if (outcome_.accepted == 0) {
     if (!outcome_.first_error.ok()) {
       return absl::Status(outcome_.first_error.code(),

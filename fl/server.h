@@ -111,6 +111,8 @@ struct ServerConfig {
   // The first round evaluated (then every eval_every); 0: eval_every.
   int first_eval_round = 0;
   bool one_shot = false;
+  // A round with fewer accepted updates fails the run (0: none).
+  int min_accepted_updates = 0;
   // What happens to an update with fewer local steps than planned.
   using Incomplete = IncompleteUpdates;
   Incomplete incomplete = Incomplete::kKeep;

@@ -386,6 +386,36 @@ TEST_F(ServerTest, AWholeCohortFailingStopsTheRun) {
               HasSubstr("round 1: every update was rejected; first: boom"));
 }
 
+TEST_F(ServerTest, ARoundBelowTheQuorumFailsTheRunAndOneAtItAggregates) {
+  // Rounds of 3: one client fails training, one drops out (no step), one trains.
+  auto cohort = [](int64_t dropped_steps) {
+    std::vector<std::unique_ptr<Client>> clients;
+    for (int k = 0; k < 3; ++k) clients.push_back(std::make_unique<FakeClient>(k, 1.0f, 10));
+    static_cast<FakeClient*>(clients[0].get())->fail = true;
+    static_cast<FakeClient*>(clients[1].get())->steps = dropped_steps;
+    return clients;
+  };
+  SumAggregator aggregator;
+  auto sink = Sink("quorum");
+  ServerConfig config{.rounds = 2, .clients_per_round = 3, .min_accepted_updates = 2};
+  Server below(config, &aggregator, cohort(0), ServerContext(), Evaluate, sink.get());
+  auto failed = below.Run(Zero());
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(failed.status().message(),
+              HasSubstr("round 1: 1 updates accepted, fewer than server.min_accepted_updates = 2 "
+                        "(1 rejected, 1 dropped out); first rejection: boom"));
+  EXPECT_TRUE(sink->rows().empty());
+
+  // The same cohort with the dropout training reaches the quorum: both updates count.
+  SumAggregator fresh;
+  auto reached_sink = Sink("quorum_reached");
+  Server reached(config, &fresh, cohort(5), ServerContext(), Evaluate, reached_sink.get());
+  auto model = reached.Run(Zero());
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_FLOAT_EQ(model->tensor(0)[0].item<float>(), 4.0f);  // 2 rounds x 2 updates of 1
+  EXPECT_EQ(reached_sink->rows().back().clients, 2);
+}
+
 TEST_F(ServerTest, PartialParticipationAndEvaluationPeriod) {
   std::vector<std::unique_ptr<Client>> clients;
   std::vector<FakeClient*> raw;

@@ -79,4 +79,8 @@ std::string SpecToText(const fedkit::ExperimentSpec& spec) {
   return text;
 }
 
+std::string OutputDirOf(const fedkit::ExperimentSpec& spec) {
+  return spec.output().dir().empty() ? absl::StrCat("results/", spec.name()) : spec.output().dir();
+}
+
 }  // namespace fl

@@ -24,6 +24,9 @@ absl::StatusOr<fedkit::ExperimentSpec> ParseSpec(absl::string_view text, absl::s
 // Reads and parses the file at `path`.
 absl::StatusOr<fedkit::ExperimentSpec> LoadSpecFile(const std::string& path);
 
+// Where a run of `spec` writes its results: output.dir, or results/<name>.
+std::string OutputDirOf(const fedkit::ExperimentSpec& spec);
+
 // `spec` in text format with every Any expanded (what ParseSpec reads back).
 std::string SpecToText(const fedkit::ExperimentSpec& spec);
 

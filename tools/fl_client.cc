@@ -1,7 +1,11 @@
 // A client of a deployed run (bazel run //tools:fl_server): trains one client of
-// the spec in this process, with its share of the spec's data, and answers the
+// the spec in this process, with its share of the spec's data or, with
+// --data_dir, on its own files in the spec's dataset's format, and answers the
 // server's tasks over TLS until the run is over. Reconnects when the connection
-// drops, for up to --reconnect_seconds.
+// drops, for up to --reconnect_seconds after it last reached the server. Its hook state (SCAFFOLD's c_i, ...) is
+// kept in --state_dir after every accepted update, so that a restarted client
+// continues where it was and, when the server resumes from a checkpoint, goes
+// back to its state at that checkpoint.
 //
 //   bazel run //tools:fl_client -- --spec=SPEC --server=HOST:50051 --client_id=3 \
 //       --token_file=token3.txt --tls_ca=ca.pem [--tls_cert=client.pem --tls_key=client.key]
@@ -11,6 +15,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -18,6 +23,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "fl/deploy/client_session.h"
+#include "fl/deploy/client_state_history.h"
 #include "fl/deploy/deployed_run.h"
 #include "fl/deploy/run_identity.h"
 #include "fl/deploy/tls.h"
@@ -35,6 +41,14 @@ ABSL_FLAG(std::string, token_file, "", "File whose first line is this client's t
 ABSL_FLAG(std::string, tls_ca, "", "The CA that signed the server's certificate (PEM).");
 ABSL_FLAG(std::string, tls_cert, "", "This client's certificate (PEM), for mutual TLS.");
 ABSL_FLAG(std::string, tls_key, "", "This client's private key (PEM), for mutual TLS.");
+ABSL_FLAG(std::string, data_dir, "",
+          "This client's own data: a folder of files in the spec's dataset's format (read "
+          "with the spec's dataset options but this folder), all of whose training split "
+          "this client trains on, instead of its share of the spec's data.");
+ABSL_FLAG(std::string, state_dir, "",
+          "Where this client keeps its hook state (default: "
+          "fl_client_state/<spec name>/client_<id>).");
+ABSL_FLAG(int64_t, max_payload_mb, 1024, "The largest task this client accepts, in MiB.");
 ABSL_FLAG(double, reconnect_seconds, 120,
           "How long to keep reconnecting when the server cannot be reached.");
 
@@ -61,19 +75,45 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = fl::deploy::ClientTls(
       {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_ca)});
   if (!credentials.ok()) return Fail(2, credentials.status());
+  std::unique_ptr<fl::Dataset> own_data;
+  if (const std::string dir = absl::GetFlag(FLAGS_data_dir); !dir.empty()) {
+    absl::StatusOr<std::unique_ptr<fl::Dataset>> dataset =
+        fl::deploy::OwnDataset(spec, fl::ResolveUserPath(dir));
+    if (!dataset.ok()) {
+      return Fail(2, absl::Status(dataset.status().code(), absl::StrCat("--data_dir: ",
+                                                                     dataset.status().message())));
+    }
+    own_data = *std::move(dataset);
+  }
   absl::StatusOr<fl::HostedClient> hosted =
-      fl::HostClient(experiment, absl::GetFlag(FLAGS_client_id));
+      fl::HostClient(experiment, absl::GetFlag(FLAGS_client_id), own_data.get());
   if (!hosted.ok()) return Fail(2, hosted.status());
+  LOG(INFO) << "fl_client " << absl::GetFlag(FLAGS_client_id) << ": "
+            << hosted->federation->client_sizes()[absl::GetFlag(FLAGS_client_id)]
+            << " training examples" << (own_data != nullptr ? " of its own" : "");
 
   fl::deploy::ClientSessionOptions options;
   options.client_id = absl::GetFlag(FLAGS_client_id);
   options.token = *std::move(token);
   options.spec_digest = fl::deploy::SpecDigest(spec);
   options.device = experiment.device;
-  const auto give_up = std::chrono::steady_clock::now() +
-                       std::chrono::milliseconds(static_cast<int64_t>(
-                           1000 * absl::GetFlag(FLAGS_reconnect_seconds)));
-  for (;;) {
+  options.limits.max_payload_bytes = absl::GetFlag(FLAGS_max_payload_mb) << 20;
+  std::string state_dir = absl::GetFlag(FLAGS_state_dir);
+  if (state_dir.empty()) {
+    state_dir = absl::StrCat("fl_client_state/", spec.name(), "/client_", options.client_id);
+  }
+  absl::StatusOr<std::unique_ptr<fl::deploy::ClientStateHistory>> history =
+      fl::deploy::ClientStateHistory::Open(fl::ResolveUserPath(state_dir), options.client_id,
+                                           options.spec_digest, experiment.device,
+                                           &hosted->federation->state_store());
+  if (!history.ok()) return Fail(2, history.status());
+  options.history = history->get();
+  fl::deploy::SessionCarry carry;
+  options.carry = &carry;
+  const auto patience =
+      std::chrono::milliseconds(static_cast<int64_t>(1000 * absl::GetFlag(FLAGS_reconnect_seconds)));
+  auto give_up = std::chrono::steady_clock::now() + patience;
+  for (int welcomed = 0;; welcomed = carry.welcomed) {
     std::shared_ptr<grpc::Channel> channel =
         grpc::CreateChannel(absl::GetFlag(FLAGS_server), *credentials);
     absl::StatusOr<std::string> ended =
@@ -83,6 +123,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (ended.status().code() == absl::StatusCode::kUnauthenticated) return Fail(2, ended.status());
+    // Patience counts from the last time the server was reached.
+    if (carry.welcomed > welcomed) give_up = std::chrono::steady_clock::now() + patience;
     if (ended.status().code() != absl::StatusCode::kUnavailable ||
         std::chrono::steady_clock::now() > give_up) {
       return Fail(1, ended.status());

@@ -7,11 +7,17 @@
 //
 // tokens.txt holds "<client id> <token>" per line, one per client of the spec. A
 // client's task that is not answered within --task_deadline_seconds fails its
-// training for that round; a round goes on with the others. Exit codes: 0 done,
-// 1 the run failed, 2 the command line, spec or files are wrong.
+// training for that round; a round goes on with the others (down to
+// server.min_accepted_updates). Checkpoints go to the output folder as
+// output.checkpoint_every says; after a crash or a stop (SIGINT, SIGTERM: after
+// the round in progress), --resume continues from the last one, and the clients,
+// which keep reconnecting, rejoin with their hook state as it was then.
+// Exit codes: 0 done, 1 the run failed, 2 the command line, spec or files are
+// wrong, 3 stopped by a signal (continue with --resume).
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,8 +29,11 @@
 #include "fl/deploy/remote_client.h"
 #include "fl/deploy/run_identity.h"
 #include "fl/deploy/tls.h"
+#include "fl/checkpoint.h"
 #include "fl/experiment.h"
 #include "fl/index_files.h"
+#include "fl/spec_loader.h"
+#include "fl/stop_request.h"
 #include "glog/logging.h"
 #include "grpcpp/server_builder.h"
 
@@ -41,6 +50,9 @@ ABSL_FLAG(double, task_deadline_seconds, 600, "How long a client has for one tas
 ABSL_FLAG(double, connect_timeout_seconds, 600,
           "How long a task waits for its client to connect or reconnect.");
 ABSL_FLAG(int64_t, max_payload_mb, 1024, "The largest answer a client may send, in MiB.");
+ABSL_FLAG(bool, resume, false,
+          "Continue the run whose checkpoint.fkc is in the output folder (same spec, up to what "
+          "a resume may change).");
 ABSL_FLAG(std::string, port_file, "",
           "When set, the port listened on is written there once listening (for scripts).");
 
@@ -62,6 +74,16 @@ int main(int argc, char** argv) {
   if (!run.ok()) return Fail(2, run.status());
   const fedkit::ExperimentSpec& spec = run->spec;
   fl::Experiment& experiment = run->experiment;
+  std::string output_dir = absl::GetFlag(FLAGS_output_dir);
+  if (output_dir.empty()) output_dir = fl::OutputDirOf(spec);
+  output_dir = fl::ResolveUserPath(output_dir);
+  std::optional<fl::Checkpoint> checkpoint;
+  if (absl::GetFlag(FLAGS_resume)) {
+    absl::StatusOr<fl::Checkpoint> read =
+        fl::deploy::ReadResumePoint(output_dir, spec, experiment.device);
+    if (!read.ok()) return Fail(2, read.status());
+    checkpoint = *std::move(read);
+  }
   absl::StatusOr<std::map<int64_t, std::string>> tokens =
       fl::deploy::ReadTokens(absl::GetFlag(FLAGS_tokens));
   if (!tokens.ok()) return Fail(2, tokens.status());
@@ -75,6 +97,9 @@ int main(int argc, char** argv) {
   options.spec_digest = fl::deploy::SpecDigest(spec);
   options.limits.max_payload_bytes = absl::GetFlag(FLAGS_max_payload_mb) << 20;
   options.connect_timeout = absl::Seconds(absl::GetFlag(FLAGS_connect_timeout_seconds));
+  options.asynchronous = spec.server().has_async();
+  options.checkpoint_every = spec.output().checkpoint_every();
+  options.resumed_after_round = checkpoint.has_value() ? checkpoint->server.rounds_done : 0;
   fl::deploy::Coordinator coordinator(options);
   int port = 0;
   grpc::ServerBuilder builder;
@@ -108,19 +133,29 @@ int main(int argc, char** argv) {
     }
     return remote;
   };
-  std::string output_dir = absl::GetFlag(FLAGS_output_dir);
-  if (output_dir.empty()) {
-    output_dir = spec.output().dir().empty() ? absl::StrCat("results/", spec.name())
-                                              : spec.output().dir();
-  }
+  fl::InstallStopHandlers();
   absl::StatusOr<fl::ExperimentResult> result =
-      fl::RunExperiment(experiment, fl::ResolveUserPath(output_dir), nullptr, nullptr, reach);
+      fl::RunExperiment(experiment, output_dir, checkpoint.has_value() ? &*checkpoint : nullptr,
+                        nullptr, reach);
+  const bool stopped = absl::IsCancelled(result.status());
   coordinator.EndSessions(result.ok() ? "the run is over"
-                                      : absl::StrCat("the run failed: ", result.status().message()));
+                          : stopped   ? "the server stopped; it will resume"
+                                      : absl::StrCat("the run failed: ", result.status().message()),
+                          /*will_resume=*/stopped);
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
   for (const auto& [reason, count] : coordinator.refusals()) {
     LOG(WARNING) << "fl_server: refused " << count << " x " << reason;
   }
+  const fl::deploy::Traffic traffic = coordinator.traffic();
+  LOG(INFO) << "fl_server: sent " << traffic.bytes_sent << " bytes in " << traffic.messages_sent
+            << " messages, received " << traffic.bytes_received << " bytes in "
+            << traffic.messages_received << " messages";
+  if (stopped) {
+    std::fprintf(stderr, "fl_server: %s; continue with --resume --output_dir=%s\n",
+                 std::string(result.status().message()).c_str(), output_dir.c_str());
+    return 3;
+  }
   if (!result.ok()) return Fail(1, result.status());
+  std::printf("results in %s\n", output_dir.c_str());
   return 0;
 }

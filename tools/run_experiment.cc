@@ -29,6 +29,7 @@
 #include "fl/client_hook.h"
 #include "fl/dataset.h"
 #include "fl/experiment.h"
+#include "fl/index_files.h"
 #include "fl/model.h"
 #include "fl/partitioner.h"
 #include "fl/plugin_schema.h"
@@ -52,13 +53,6 @@ ABSL_FLAG(std::string, list, "",
 ABSL_FLAG(bool, validate_only, false, "Validate the spec and its plugins, then exit.");
 
 namespace {
-
-// `path` made absolute against the folder `bazel run` was started in.
-std::string FromUserDir(const std::string& path) {
-  if (path.empty() || std::filesystem::path(path).is_absolute()) return path;
-  const char* user_dir = std::getenv("BUILD_WORKING_DIRECTORY");
-  return user_dir == nullptr ? path : (std::filesystem::path(user_dir) / path).string();
-}
 
 // --list: the registries with their option schemas, or a usage error.
 int List(const std::string& format) {
@@ -95,8 +89,8 @@ int Fail(int code, const std::string& headline, const absl::Status& status) {
 
 int Main() {
   if (const std::string format = absl::GetFlag(FLAGS_list); !format.empty()) return List(format);
-  const std::string resume_dir = FromUserDir(absl::GetFlag(FLAGS_resume));
-  std::string spec_path = FromUserDir(absl::GetFlag(FLAGS_spec));
+  const std::string resume_dir = fl::ResolveUserPath(absl::GetFlag(FLAGS_resume));
+  std::string spec_path = fl::ResolveUserPath(absl::GetFlag(FLAGS_spec));
   std::optional<fl::Checkpoint> checkpoint;
   std::optional<fedkit::ExperimentSpec> checkpointed_spec;
   if (!resume_dir.empty()) {
@@ -150,9 +144,8 @@ int Main() {
 
   std::string output_dir = resume_dir;
   if (output_dir.empty()) output_dir = absl::GetFlag(FLAGS_output_dir);
-  if (output_dir.empty()) output_dir = spec->output().dir();
-  if (output_dir.empty()) output_dir = absl::StrCat("results/", spec->name());
-  output_dir = FromUserDir(output_dir);
+  if (output_dir.empty()) output_dir = fl::OutputDirOf(*spec);
+  output_dir = fl::ResolveUserPath(output_dir);
 
   fl::InstallStopHandlers();
   absl::StatusOr<fl::ExperimentResult> result;

@@ -31,6 +31,7 @@ packages=(
   libssl-dev                 # OpenSSL's libcrypto: secure aggregation's X25519, HKDF, ChaCha20
   libgrpc++-dev              # gRPC: deployment across machines (fl/deploy)
   protobuf-compiler-grpc     # grpc_cpp_plugin, protoc's gRPC code generator
+  openssl                    # certificates for deployments (tools/deploy_credentials.sh)
   libboost-dev               # boost/crc.hpp: the CRC-32C of TensorBoard's event records
   clang-15                   # the sanitizer build (tools/sanitize.sh): ASan, UBSan
   libfuzzer-15-dev           # libFuzzer, for the fuzz targets in that build

@@ -44,8 +44,10 @@ absl::StatusOr<std::unique_ptr<fl::Dataset>> CreateFashionMnist(
   config.spec.num_classes = 10;
   config.spec.stats = kFashionMnistStats;
   config.spec.normalize = !options.has_normalize() || options.normalize();
-  config.train_size = 60000;
-  config.test_size = 10000;
+  if (options.dir().empty()) {  // Debian's files: the whole dataset, nothing less
+    config.train_size = 60000;
+    config.test_size = 10000;
+  }
   config.train_limit = options.train_limit();
   config.test_limit = options.test_limit();
   return MakeIdxDataset(std::move(config));

@@ -82,13 +82,12 @@ TEST(FashionMnistTest, MissingFilesNameWhereTheyMustGo) {
   EXPECT_EQ(dataset->Load().status().code(), absl::StatusCode::kNotFound);
 }
 
-TEST(FashionMnistTest, WrongSizeFileIsAnErrorNamingIt) {
+TEST(FashionMnistTest, AFolderOfOnesOwnMayHoldAnyNumberOfImages) {
   const std::string dir = MakeFixture("small", 50, 10);
   auto splits = (*Create(dir))->Load();
-  EXPECT_EQ(splits.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(splits.status().message(),
-              HasSubstr("small/train-images-idx3-ubyte.gz: expected 60000 images of 28x28, got "
-                        "dims 50x28x28"));
+  ASSERT_TRUE(splits.ok()) << splits.status();
+  EXPECT_EQ(splits->train.size(), 50);
+  EXPECT_EQ(splits->test.size(), 10);
 }
 
 TEST(FashionMnistTest, NegativeLimitsAreReportedTogether) {

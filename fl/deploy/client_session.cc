@@ -77,24 +77,34 @@ absl::StatusOr<std::string> RunClientSession(const std::shared_ptr<grpc::Channel
 
   ServerMessage message;
   std::optional<PayloadAssembler> assembler;
-  uint64_t task = 0;
-  int round = 0;
-  bool awaiting_verdict = false;
+  fedkit::deploy::Task task;
+  SessionCarry own_carry;
+  SessionCarry& carry = options.carry != nullptr ? *options.carry : own_carry;
   auto settle = [&](bool accepted) {
-    if (awaiting_verdict) client.Acknowledge(accepted);
-    awaiting_verdict = false;
+    if (carry.awaited_task == 0) return absl::OkStatus();
+    const int round = carry.awaited_round;
+    carry.awaited_task = 0;
+    client.Acknowledge(accepted);
+    return accepted && options.history != nullptr ? options.history->Record(round)
+                                                  : absl::OkStatus();
   };
   while (stream->Read(&message)) {
     switch (message.kind_case()) {
       case ServerMessage::kWelcome:
+        ++carry.welcomed;
         LOG(INFO) << who << ": connected; the server has run " << message.welcome().rounds_done()
                   << " rounds";
         continue;
       case ServerMessage::kVerdict:
-        if (message.verdict().task_id() == task) settle(message.verdict().accepted());
+        if (message.verdict().task_id() == carry.awaited_task) {
+          if (absl::Status kept = settle(message.verdict().accepted()); !kept.ok()) {
+            return fail(kept);
+          }
+        }
         continue;
       case ServerMessage::kGoodbye: {
-        settle(false);
+        const bool will_resume = message.goodbye().will_resume();
+        if (!will_resume) settle(false).IgnoreError();  // a rejection records nothing
         stream->WritesDone();
         // Finish waits for every message to be read: the server sends none after this.
         ServerMessage rest;
@@ -105,10 +115,18 @@ absl::StatusOr<std::string> RunClientSession(const std::shared_ptr<grpc::Channel
           return absl::Status(FromGrpc(status.error_code()),
                               absl::StrCat(who, ": ", message.goodbye().reason()));
         }
+        if (will_resume) {
+          return absl::UnavailableError(absl::StrCat(who, ": ", message.goodbye().reason()));
+        }
         return message.goodbye().reason();
       }
       case ServerMessage::kTask: {
-        settle(false);  // no verdict on the last task before the next: rejected
+        // The verdict on the last answer, repeated; none for it: rejected.
+        if (absl::Status kept = settle(message.task().verdict_task_id() == carry.awaited_task &&
+                                       message.task().verdict_accepted());
+            !kept.ok()) {
+          return fail(kept);
+        }
         if (assembler.has_value()) {
           return fail(absl::InvalidArgumentError(absl::StrCat(who, ": a task inside another")));
         }
@@ -117,8 +135,7 @@ absl::StatusOr<std::string> RunClientSession(const std::shared_ptr<grpc::Channel
             absl::StrCat(who, ": task ", message.task().task_id()));
         if (!started.ok()) return fail(started.status());
         assembler = *std::move(started);
-        task = message.task().task_id();
-        round = message.task().round();
+        task = message.task();
         break;
       }
       case ServerMessage::kChunk:
@@ -135,17 +152,25 @@ absl::StatusOr<std::string> RunClientSession(const std::shared_ptr<grpc::Channel
     if (assembler.has_value() && assembler->complete()) {
       const std::string payload = std::move(*assembler).Take();
       assembler.reset();
+      if (options.history != nullptr) {
+        absl::StatusOr<int> rewound = options.history->Rewind(task.state_after_round());
+        if (!rewound.ok()) return fail(rewound.status());
+        if (absl::Status forgot = options.history->Forget(task.checkpointed_round()); !forgot.ok()) {
+          return fail(forgot);
+        }
+      }
       absl::StatusOr<ClientUpdate> update =
-          TrainOn(payload, task, round, client, layout, options.device);
-      if (!update.ok()) LOG(WARNING) << who << ": task " << task << ": " << update.status();
-      if (!SendAnswer(*stream, task, std::move(update), options.limits.chunk_bytes)) {
+          TrainOn(payload, task.task_id(), task.round(), client, layout, options.device);
+      if (!update.ok()) LOG(WARNING) << who << ": task " << task.task_id() << ": " << update.status();
+      if (!SendAnswer(*stream, task.task_id(), std::move(update), options.limits.chunk_bytes)) {
         context.TryCancel();  // unread messages would hold Finish up
         break;
       }
-      awaiting_verdict = true;
+      carry.awaited_task = task.task_id();
+      carry.awaited_round = task.round();
     }
   }
-  settle(false);
+  if (options.carry == nullptr) settle(false).IgnoreError();
   const grpc::Status status = stream->Finish();
   return absl::UnavailableError(absl::StrCat(who, ": the session ended without a goodbye: ",
                                              status.error_message()));

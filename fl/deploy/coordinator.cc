@@ -1,5 +1,7 @@
 #include "fl/deploy/coordinator.h"
 
+#include <algorithm>
+#include <limits>
 #include <optional>
 #include <set>
 #include <utility>
@@ -18,6 +20,7 @@ using fedkit::deploy::ServerMessage;
 // write_mutex and stop when the handler ends (writable false). The task fields
 // are guarded by the Coordinator's mutex_.
 struct Coordinator::Connection {
+  Counters* counters = nullptr;
   int64_t client_id = -1;
   grpc::ServerContext* context = nullptr;
   grpc::ServerReaderWriter<ServerMessage, ClientMessage>* stream = nullptr;
@@ -29,16 +32,25 @@ struct Coordinator::Connection {
   uint64_t pending_task = 0;  // 0: none
   absl::Time deadline = absl::InfiniteFuture();
   std::optional<std::string> answer;
-  uint64_t last_answered = 0;
   std::set<uint64_t> issued;
 
   bool Write(const ServerMessage& message) {
     absl::MutexLock lock(&write_mutex);
-    return writable && stream->Write(message);
+    if (!writable || !stream->Write(message)) return false;
+    counters->bytes_sent += static_cast<int64_t>(message.ByteSizeLong());
+    ++counters->messages_sent;
+    return true;
   }
-  void Goodbye(const std::string& reason) {
+  bool Read(ClientMessage& message) {
+    if (!stream->Read(&message)) return false;
+    counters->bytes_received += static_cast<int64_t>(message.ByteSizeLong());
+    ++counters->messages_received;
+    return true;
+  }
+  void Goodbye(const std::string& reason, bool will_resume = false) {
     ServerMessage message;
     message.mutable_goodbye()->set_reason(reason);
+    message.mutable_goodbye()->set_will_resume(will_resume);
     Write(message);
   }
 };
@@ -81,13 +93,19 @@ std::map<std::string, int> Coordinator::refusals() const {
   return refusals_;
 }
 
+Traffic Coordinator::traffic() const {
+  return {counters_.bytes_sent, counters_.bytes_received, counters_.messages_sent,
+          counters_.messages_received};
+}
+
 grpc::Status Coordinator::Session(
     grpc::ServerContext* context, grpc::ServerReaderWriter<ServerMessage, ClientMessage>* stream) {
   auto connection = std::make_shared<Connection>();
+  connection->counters = &counters_;
   connection->context = context;
   connection->stream = stream;
   ClientMessage first;
-  if (!stream->Read(&first)) return grpc::Status(grpc::StatusCode::CANCELLED, "no hello");
+  if (!connection->Read(first)) return grpc::Status(grpc::StatusCode::CANCELLED, "no hello");
   const fedkit::deploy::Hello& hello = first.hello();
   const int64_t id = hello.client_id();
   std::string reason, detail;
@@ -124,7 +142,11 @@ grpc::Status Coordinator::Session(
     slot = connection;
   }
   ServerMessage welcome;
-  welcome.mutable_welcome();
+  {
+    absl::MutexLock lock(&mutex_);
+    welcome.mutable_welcome()->set_rounds_done(
+        std::max(options_.resumed_after_round, latest_round_ - 1));
+  }
   connection->Write(welcome);
   LOG(INFO) << "deploy: client " << id << " connected from " << context->peer();
 
@@ -153,7 +175,7 @@ absl::Status Coordinator::Serve(Connection& connection) {
   ClientMessage message;
   std::optional<PayloadAssembler> assembler;
   uint64_t answering = 0;
-  while (connection.stream->Read(&message)) {
+  while (connection.Read(message)) {
     switch (message.kind_case()) {
       case ClientMessage::kResult: {
         const uint64_t task = message.result().task_id();
@@ -195,7 +217,7 @@ absl::Status Coordinator::Serve(Connection& connection) {
       if (connection.pending_task == answering) {
         connection.answer = std::move(*assembler).Take();
         connection.pending_task = 0;
-        connection.last_answered = answering;
+        last_answered_[id] = answering;
       }
       assembler.reset();
     }
@@ -208,6 +230,7 @@ absl::StatusOr<std::string> Coordinator::RunTask(int64_t client_id, int round,
                                                  absl::Duration deadline) {
   std::shared_ptr<Connection> connection;
   uint64_t task;
+  ServerMessage header;
   {
     absl::MutexLock lock(&mutex_);
     auto connected = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
@@ -222,15 +245,28 @@ absl::StatusOr<std::string> Coordinator::RunTask(int64_t client_id, int round,
     }
     connection = connections_.at(client_id);
     task = ++next_task_id_;
+    latest_round_ = std::max(latest_round_, round);
     connection->pending_task = task;
     connection->answer.reset();
     connection->issued.insert(task);
     connection->deadline = absl::Now() + deadline;
+    if (auto verdict = verdicts_.find(client_id); verdict != verdicts_.end()) {
+      header.mutable_task()->set_verdict_task_id(verdict->second.first);
+      header.mutable_task()->set_verdict_accepted(verdict->second.second);
+    }
   }
-  ServerMessage header;
   header.mutable_task()->set_task_id(task);
   header.mutable_task()->set_round(round);
   header.mutable_task()->set_payload_bytes(static_cast<int64_t>(payload.size()));
+  if (options_.asynchronous) {
+    header.mutable_task()->set_state_after_round(std::numeric_limits<int32_t>::max());
+    header.mutable_task()->set_checkpointed_round(std::numeric_limits<int32_t>::max());
+  } else {
+    const int every = options_.checkpoint_every;
+    header.mutable_task()->set_state_after_round(round - 1);
+    header.mutable_task()->set_checkpointed_round(
+        std::max(options_.resumed_after_round, every > 0 ? (round - 1) / every * every : 0));
+  }
   bool sent = connection->Write(header);
   for (absl::string_view chunk : Chunks(payload, options_.limits.chunk_bytes)) {
     if (!sent) break;
@@ -267,22 +303,25 @@ void Coordinator::SendVerdict(int64_t client_id, bool accepted) {
   ServerMessage message;
   {
     absl::MutexLock lock(&mutex_);
+    auto answered = last_answered_.find(client_id);
+    if (answered == last_answered_.end()) return;
+    verdicts_[client_id] = {answered->second, accepted};
     auto it = connections_.find(client_id);
-    if (it == connections_.end() || it->second->last_answered == 0) return;
+    if (it == connections_.end()) return;
     connection = it->second;
-    message.mutable_verdict()->set_task_id(connection->last_answered);
+    message.mutable_verdict()->set_task_id(answered->second);
     message.mutable_verdict()->set_accepted(accepted);
   }
   connection->Write(message);
 }
 
-void Coordinator::EndSessions(const std::string& reason) {
+void Coordinator::EndSessions(const std::string& reason, bool will_resume) {
   std::vector<std::shared_ptr<Connection>> connections;
   {
     absl::MutexLock lock(&mutex_);
     for (auto& [id, connection] : connections_) connections.push_back(connection);
   }
-  for (auto& connection : connections) connection->Goodbye(reason);
+  for (auto& connection : connections) connection->Goodbye(reason, will_resume);
 }
 
 }  // namespace fl::deploy

@@ -14,11 +14,13 @@
 // its deadline ends the session too, so a hung client holds up no round; a client
 // may reconnect and take the next task.
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -37,6 +39,23 @@ struct CoordinatorOptions {
   PayloadLimits limits;
   // How long a task waits for its client to connect (or reconnect).
   absl::Duration connect_timeout = absl::Seconds(60);
+  // What each task tells its client about the hook state to train from (see
+  // Task in deploy.proto): in synchronous rounds the state after the round
+  // before, and the round of the server's newest checkpoint (the run resumed
+  // after `resumed_after_round`, and writes one after every `checkpoint_every`-th
+  // round); in asynchronous runs the newest state.
+  bool asynchronous = false;
+  int checkpoint_every = 0;
+  int resumed_after_round = 0;
+};
+
+// The protocol's bytes (serialized messages, without gRPC's, HTTP/2's and TLS's
+// framing) and messages, both ways, since the coordinator started.
+struct Traffic {
+  int64_t bytes_sent = 0;
+  int64_t bytes_received = 0;
+  int64_t messages_sent = 0;
+  int64_t messages_received = 0;
 };
 
 class Coordinator final : public fedkit::deploy::Coordinator::Service {
@@ -54,15 +73,17 @@ class Coordinator final : public fedkit::deploy::Coordinator::Service {
   // answer within `deadline` of sending (its session is ended).
   absl::StatusOr<std::string> RunTask(int64_t client_id, int round, absl::string_view payload,
                                       absl::Duration deadline);
-  // The verdict on the client's last answered task; lost if it has disconnected
-  // (a client that gets a new task before a verdict takes it as a rejection).
+  // The verdict on the client's last answered task. Also repeated with the
+  // client's next task, in case this one is lost with its connection.
   void SendVerdict(int64_t client_id, bool accepted);
-  // Says goodbye to every connected client; their sessions then end.
-  void EndSessions(const std::string& reason);
+  // Says goodbye to every connected client; their sessions then end. With
+  // `will_resume`, the clients keep reconnecting (the server will resume).
+  void EndSessions(const std::string& reason, bool will_resume = false);
 
   // What was refused so far, by reason: "unknown_client", "token", "spec",
   // "protocol", "replay", "oversize", "deadline".
   std::map<std::string, int> refusals() const;
+  Traffic traffic() const;
 
  private:
   struct Connection;
@@ -76,7 +97,18 @@ class Coordinator final : public fedkit::deploy::Coordinator::Service {
   mutable absl::Mutex mutex_;
   std::map<int64_t, std::shared_ptr<Connection>> connections_ ABSL_GUARDED_BY(mutex_);
   uint64_t next_task_id_ ABSL_GUARDED_BY(mutex_) = 0;
+  // The latest round a task was sent for (the Welcome's rounds done).
+  int latest_round_ ABSL_GUARDED_BY(mutex_) = 0;
+  // By client id: its last answered task, and the last verdict given.
+  std::map<int64_t, uint64_t> last_answered_ ABSL_GUARDED_BY(mutex_);
+  std::map<int64_t, std::pair<uint64_t, bool>> verdicts_ ABSL_GUARDED_BY(mutex_);
   std::map<std::string, int> refusals_ ABSL_GUARDED_BY(mutex_);
+  // Counted by the connections as they write and read.
+  struct Counters {
+    std::atomic<int64_t> bytes_sent{0}, bytes_received{0}, messages_sent{0},
+        messages_received{0};
+  };
+  Counters counters_;
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
   // Ends the sessions of tasks past their deadline.
   std::thread watchdog_;

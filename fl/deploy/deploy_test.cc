@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "fl/deploy/client_session.h"
+#include "fl/deploy/client_state_history.h"
 #include "fl/deploy/coordinator.h"
 #include "fl/deploy/remote_client.h"
 #include "fl/deploy/tls.h"
@@ -293,6 +294,14 @@ class RawSession {
       stream_->Write(chunk);
     }
   }
+  // The verdict's accepted (1 or 0), or -1 when the session ends first.
+  int ReadVerdict() {
+    ServerMessage message;
+    while (stream_->Read(&message)) {
+      if (message.has_verdict()) return message.verdict().accepted();
+    }
+    return -1;
+  }
   std::string ReadGoodbye() {
     ServerMessage message;
     while (stream_->Read(&message)) {
@@ -345,6 +354,128 @@ TEST(DeployTest, AnOversizeAnswerIsRefusedBeforeItArrives) {
   EXPECT_THAT(answer.status().message(),
               HasSubstr("declared size 1099511627776 bytes exceeds the limit of 1000"));
   EXPECT_EQ(deployment.coordinator().refusals().at("oversize"), 1);
+}
+
+TEST(DeployTest, AWrongShapeUpdateIsRejectedCountedAndTheRoundGoesOn) {
+  Deployment deployment(Options(2));
+  absl::StatusOr<std::string> honest;
+  deployment.Start(std::make_unique<StatefulClient>(0), SessionOptions(0), &honest);
+  RawSession liar(deployment, 1);
+  std::thread answer([&] {
+    ClientUpdate update;
+    update.client_id = 1;
+    update.delta = ModelState({{"w", at::zeros({4}), false}});  // the model's w has 3
+    update.num_examples = 1;
+    std::vector<IndexedUpdate> outcome;
+    outcome.push_back({0, update});
+    const std::string payload = SerializeUpdates(outcome);
+    liar.Answer(liar.ReadTask(), static_cast<int64_t>(payload.size()), payload);
+  });
+  std::vector<std::unique_ptr<Client>> remote;
+  for (int k = 0; k < 2; ++k) {
+    remote.push_back(std::make_unique<RemoteClient>(k, 10 + k, &deployment.coordinator(),
+                                                    absl::Seconds(20), at::kCPU));
+  }
+  Mean aggregator;
+  auto sink = MetricsSink::Open(absl::StrCat(std::getenv("TEST_TMPDIR"), "/wrong_shape"),
+                                fedkit::ExperimentSpec());
+  ASSERT_TRUE(sink.ok());
+  ServerConfig config{.rounds = 1, .clients_per_round = 2, .workers = 2};
+  Server server(config, &aggregator, std::move(remote), ServerContext(),
+                [](const ModelState&) -> absl::StatusOr<Evaluation> { return Evaluation{}; },
+                sink->get());
+  absl::StatusOr<ModelState> model = server.Run(Zero());
+  answer.join();
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_EQ((*sink)->rows().size(), 1u);
+  EXPECT_EQ((*sink)->rows()[0].clients, 1);
+  EXPECT_EQ((*sink)->rows()[0].rejected_by_reason.at("shape"), 1);
+  EXPECT_EQ(liar.ReadVerdict(), 0);  // told it was rejected
+}
+
+// Keeps its state in a ClientStateStore, as hooks do: each accepted round's
+// update depends on the state the rounds before it left.
+class StoreClient : public Client {
+ public:
+  int64_t id() const override { return 0; }
+  int64_t num_examples() const override { return 1; }
+  absl::StatusOr<ClientUpdate> Train(const ModelState& global, const RoundPlan& plan,
+                                     int round) override {
+    const TensorMap state = store.Checkout(0, "h");
+    const float c = state.empty() ? 0.0f : state.at("c").item<float>();
+    ClientUpdate update;
+    update.client_id = 0;
+    update.delta = ModelState({{"w", at::full({3}, c + round), false}});
+    update.num_examples = 1;
+    store.Stage(0, {{"h", {{"c", at::full({}, 2 * c + round)}}}});
+    return update;
+  }
+  void Acknowledge(bool accepted) override { accepted ? store.Commit(0) : store.Discard(0); }
+  ClientStateStore store;
+};
+
+TEST(DeployTest, AClientGoesBackToItsStateAtTheCheckpointTheServerResumedFrom) {
+  const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/history");
+  StoreClient client;
+  auto history = ClientStateHistory::Open(dir, 0, "digest", at::kCPU, &client.store);
+  ASSERT_TRUE(history.ok()) << history.status();
+  ClientSessionOptions session = SessionOptions(0);
+  session.history = history->get();
+  // Trains `rounds` against a server that resumed after `resumed`; the deltas' values.
+  auto serve = [&](std::vector<int> rounds, int resumed) {
+    CoordinatorOptions options = Options(1);
+    options.checkpoint_every = 2;
+    options.resumed_after_round = resumed;
+    Deployment deployment(options);
+    absl::StatusOr<std::string> ended;
+    std::thread process([&] { ended = RunClientSession(deployment.Channel(), client, Zero(), session); });
+    RemoteClient remote(0, 1, &deployment.coordinator(), absl::Seconds(20), at::kCPU);
+    std::vector<float> deltas;
+    for (int round : rounds) {
+      absl::StatusOr<ClientUpdate> update = remote.Train(Zero(), RoundPlan(), round);
+      EXPECT_TRUE(update.ok()) << update.status();
+      deltas.push_back(update.ok() ? update->delta.tensor(0)[0].item<float>() : -1.0f);
+      remote.Acknowledge(true);
+    }
+    deployment.coordinator().EndSessions("the run is over");
+    process.join();
+    EXPECT_TRUE(ended.ok()) << ended.status();
+    return deltas;
+  };
+  // c: 0 -> 1 -> 4 -> 11 -> 26; each delta is c + round. The checkpoint after
+  // round 2 makes round 1's state useless.
+  EXPECT_EQ(serve({1, 2, 3, 4}, 0), (std::vector<float>{1, 3, 7, 15}));
+  EXPECT_THAT(history->get()->rounds(), ::testing::ElementsAre(2, 3, 4));
+  // The server crashed before its checkpoint after round 4 and resumed from the
+  // one after round 2: without going back, round 3's delta would be 26 + 3.
+  EXPECT_EQ(serve({3, 4}, 2), (std::vector<float>{7, 15}));
+  EXPECT_THAT(history->get()->rounds(), ::testing::ElementsAre(2, 3, 4));
+}
+
+TEST(DeployTest, AVerdictLostWithTheConnectionArrivesWithTheNextTask) {
+  StoreClient client;
+  SessionCarry carry;
+  ClientSessionOptions session = SessionOptions(0);
+  session.carry = &carry;
+  Deployment deployment(Options(1));
+  RemoteClient remote(0, 1, &deployment.coordinator(), absl::Seconds(20), at::kCPU);
+  absl::StatusOr<std::string> first, second;
+  std::thread one([&] { first = RunClientSession(deployment.Channel(), client, Zero(), session); });
+  ASSERT_TRUE(remote.Train(Zero(), RoundPlan(), 1).ok());  // stages c = 1
+  deployment.coordinator().EndSessions("stopping", /*will_resume=*/true);
+  one.join();
+  EXPECT_EQ(first.status().code(), absl::StatusCode::kUnavailable) << first.status();
+  EXPECT_EQ(carry.awaited_task, 1u);
+  remote.Acknowledge(true);  // the client is away: the verdict waits for its next task
+  std::thread two([&] { second = RunClientSession(deployment.Channel(), client, Zero(), session); });
+  absl::StatusOr<ClientUpdate> next = remote.Train(Zero(), RoundPlan(), 2);
+  ASSERT_TRUE(next.ok()) << next.status();
+  // c = 1 was kept: 1 + 2 (a lost verdict, taken as a rejection, would give 0 + 2).
+  EXPECT_EQ(next->delta.tensor(0)[0].item<float>(), 3.0f);
+  deployment.coordinator().EndSessions("the run is over");
+  two.join();
+  EXPECT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(carry.welcomed, 2);
 }
 
 TEST(DeployTest, AClientWithoutACertificateIsRefusedUnderMutualTls) {
