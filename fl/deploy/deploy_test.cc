@@ -110,6 +110,22 @@ RunOutput RunServer(std::vector<std::unique_ptr<Client>> clients, const std::str
   return {model.ok() ? *model : ModelState(), (*sink)->rows()};
 }
 
+// One round of every client, each on its own worker; its metrics row.
+absl::StatusOr<MetricsRow> RunOneRound(std::vector<std::unique_ptr<Client>> clients,
+                                       const std::string& name) {
+  Mean aggregator;
+  auto sink = MetricsSink::Open(absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name),
+                                fedkit::ExperimentSpec());
+  if (!sink.ok()) return sink.status();
+  const int n = static_cast<int>(clients.size());
+  ServerConfig config{.rounds = 1, .clients_per_round = n, .workers = n};
+  Server server(config, &aggregator, std::move(clients), ServerContext(),
+                [](const ModelState&) -> absl::StatusOr<Evaluation> { return Evaluation{}; },
+                sink->get());
+  if (absl::StatusOr<ModelState> model = server.Run(Zero()); !model.ok()) return model.status();
+  return (*sink)->rows().at(0);
+}
+
 // A coordinator serving on 127.0.0.1 with TLS, and sessions of clients.
 class Deployment {
  public:
@@ -238,18 +254,10 @@ TEST(DeployTest, AHungClientMissesTheDeadlineAndTheRoundGoesOn) {
     remote.push_back(std::make_unique<RemoteClient>(k, 10 + k, &deployment.coordinator(),
                                                     absl::Seconds(2), at::kCPU));
   }
-  Mean aggregator;
-  auto sink = MetricsSink::Open(absl::StrCat(std::getenv("TEST_TMPDIR"), "/hung"),
-                                fedkit::ExperimentSpec());
-  ASSERT_TRUE(sink.ok());
-  ServerConfig config{.rounds = 1, .clients_per_round = 3, .workers = 3};
-  Server server(config, &aggregator, std::move(remote), ServerContext(),
-                [](const ModelState&) -> absl::StatusOr<Evaluation> { return Evaluation{}; },
-                sink->get());
-  ASSERT_TRUE(server.Run(Zero()).ok());
-  ASSERT_EQ((*sink)->rows().size(), 1u);
-  EXPECT_EQ((*sink)->rows()[0].clients, 2);
-  EXPECT_EQ((*sink)->rows()[0].rejected_by_reason.at("training"), 1);
+  absl::StatusOr<MetricsRow> row = RunOneRound(std::move(remote), "hung");
+  ASSERT_TRUE(row.ok()) << row.status();
+  EXPECT_EQ(row->clients, 2);
+  EXPECT_EQ(row->rejected_by_reason.at("training"), 1);
   EXPECT_EQ(deployment.coordinator().refusals().at("deadline"), 1);
 }
 
@@ -376,20 +384,11 @@ TEST(DeployTest, AWrongShapeUpdateIsRejectedCountedAndTheRoundGoesOn) {
     remote.push_back(std::make_unique<RemoteClient>(k, 10 + k, &deployment.coordinator(),
                                                     absl::Seconds(20), at::kCPU));
   }
-  Mean aggregator;
-  auto sink = MetricsSink::Open(absl::StrCat(std::getenv("TEST_TMPDIR"), "/wrong_shape"),
-                                fedkit::ExperimentSpec());
-  ASSERT_TRUE(sink.ok());
-  ServerConfig config{.rounds = 1, .clients_per_round = 2, .workers = 2};
-  Server server(config, &aggregator, std::move(remote), ServerContext(),
-                [](const ModelState&) -> absl::StatusOr<Evaluation> { return Evaluation{}; },
-                sink->get());
-  absl::StatusOr<ModelState> model = server.Run(Zero());
+  absl::StatusOr<MetricsRow> row = RunOneRound(std::move(remote), "wrong_shape");
   answer.join();
-  ASSERT_TRUE(model.ok()) << model.status();
-  ASSERT_EQ((*sink)->rows().size(), 1u);
-  EXPECT_EQ((*sink)->rows()[0].clients, 1);
-  EXPECT_EQ((*sink)->rows()[0].rejected_by_reason.at("shape"), 1);
+  ASSERT_TRUE(row.ok()) << row.status();
+  EXPECT_EQ(row->clients, 1);
+  EXPECT_EQ(row->rejected_by_reason.at("shape"), 1);
   EXPECT_EQ(liar.ReadVerdict(), 0);  // told it was rejected
 }
 
