@@ -7,8 +7,9 @@
 // continues where it was and, when the server resumes from a checkpoint, goes
 // back to its state at that checkpoint.
 //
-//   bazel run //tools:fl_client -- --spec=SPEC --server=HOST:50051 --client_id=3 \
+//   bazel run //tools:fl_client -- --spec=SPEC --server=HOST:50051 --client_id=3
 //       --token_file=token3.txt --tls_ca=ca.pem [--tls_cert=client.pem --tls_key=client.key]
+//       [--state_dir=DIR] [--data_dir=DIR]
 //
 // Exit codes: 0 the run is over, 1 the session failed, 2 the command line, spec
 // or files are wrong, or the server refused this client.

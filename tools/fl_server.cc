@@ -1,9 +1,9 @@
 // The server of a deployed run: the spec's server side, with every client in
 // another process (bazel run //tools:fl_client) that dials this one over TLS.
 //
-//   bazel run //tools:fl_server -- --spec=SPEC --listen=0.0.0.0:50051 \
-//       --tls_cert=server.pem --tls_key=server.key [--tls_client_ca=ca.pem] \
-//       --tokens=tokens.txt [--output_dir=DIR] [--set=...]
+//   bazel run //tools:fl_server -- --spec=SPEC --listen=0.0.0.0:50051
+//       --tls_cert=server.pem --tls_key=server.key [--tls_client_ca=ca.pem]
+//       --tokens=tokens.txt [--output_dir=DIR] [--set=...] [--resume]
 //
 // tokens.txt holds "<client id> <token>" per line, one per client of the spec. A
 // client's task that is not answered within --task_deadline_seconds fails its
