@@ -33,6 +33,7 @@
 #include "fl/index_files.h"
 #include "glog/logging.h"
 #include "grpcpp/create_channel.h"
+#include "grpcpp/support/channel_arguments.h"
 
 ABSL_FLAG(std::string, spec, "", "Path of the ExperimentSpec text proto (the server's).");
 ABSL_FLAG(std::string, set, "", "Text-format fragment merged into the spec.");
@@ -50,6 +51,9 @@ ABSL_FLAG(std::string, state_dir, "",
           "Where this client keeps its hook state (default: "
           "fl_client_state/<spec name>/client_<id>).");
 ABSL_FLAG(int64_t, max_payload_mb, 1024, "The largest task this client accepts, in MiB.");
+ABSL_FLAG(int64_t, max_message_kb, 4096,
+          "The largest gRPC message this client accepts, in KiB (>= 64); the server sends "
+          "chunks that fit.");
 ABSL_FLAG(double, reconnect_seconds, 120,
           "How long to keep reconnecting when the server cannot be reached.");
 
@@ -99,6 +103,13 @@ int main(int argc, char** argv) {
   options.spec_digest = fl::deploy::SpecDigest(spec);
   options.device = experiment.device;
   options.limits.max_payload_bytes = absl::GetFlag(FLAGS_max_payload_mb) << 20;
+  options.limits.max_message_bytes = absl::GetFlag(FLAGS_max_message_kb) << 10;
+  if (options.limits.max_message_bytes < fl::deploy::kMinMessageBytes) {
+    return Fail(2, absl::InvalidArgumentError(absl::StrCat(
+                       "--max_message_kb: must be >= 64, got ", absl::GetFlag(FLAGS_max_message_kb))));
+  }
+  grpc::ChannelArguments channel_args;
+  channel_args.SetMaxReceiveMessageSize(static_cast<int>(options.limits.max_message_bytes));
   std::string state_dir = absl::GetFlag(FLAGS_state_dir);
   if (state_dir.empty()) {
     state_dir = absl::StrCat("fl_client_state/", spec.name(), "/client_", options.client_id);
@@ -116,7 +127,7 @@ int main(int argc, char** argv) {
   auto give_up = std::chrono::steady_clock::now() + patience;
   for (int welcomed = 0;; welcomed = carry.welcomed) {
     std::shared_ptr<grpc::Channel> channel =
-        grpc::CreateChannel(absl::GetFlag(FLAGS_server), *credentials);
+        grpc::CreateCustomChannel(absl::GetFlag(FLAGS_server), *credentials, channel_args);
     absl::StatusOr<std::string> ended =
         fl::deploy::RunClientSession(channel, *hosted->client, hosted->layout, options);
     if (ended.ok()) {

@@ -50,6 +50,9 @@ ABSL_FLAG(double, task_deadline_seconds, 600, "How long a client has for one tas
 ABSL_FLAG(double, connect_timeout_seconds, 600,
           "How long a task waits for its client to connect or reconnect.");
 ABSL_FLAG(int64_t, max_payload_mb, 1024, "The largest answer a client may send, in MiB.");
+ABSL_FLAG(int64_t, max_message_kb, 4096,
+          "The largest gRPC message this server accepts, in KiB (>= 64); clients send chunks "
+          "that fit.");
 ABSL_FLAG(bool, resume, false,
           "Continue the run whose checkpoint.fkc is in the output folder (same spec, up to what "
           "a resume may change).");
@@ -96,6 +99,11 @@ int main(int argc, char** argv) {
   options.tokens = *std::move(tokens);
   options.spec_digest = fl::deploy::SpecDigest(spec);
   options.limits.max_payload_bytes = absl::GetFlag(FLAGS_max_payload_mb) << 20;
+  options.limits.max_message_bytes = absl::GetFlag(FLAGS_max_message_kb) << 10;
+  if (options.limits.max_message_bytes < fl::deploy::kMinMessageBytes) {
+    return Fail(2, absl::InvalidArgumentError(absl::StrCat(
+                       "--max_message_kb: must be >= 64, got ", absl::GetFlag(FLAGS_max_message_kb))));
+  }
   options.connect_timeout = absl::Seconds(absl::GetFlag(FLAGS_connect_timeout_seconds));
   options.asynchronous = spec.server().has_async();
   options.checkpoint_every = spec.output().checkpoint_every();
@@ -105,6 +113,7 @@ int main(int argc, char** argv) {
   grpc::ServerBuilder builder;
   builder.AddListeningPort(absl::GetFlag(FLAGS_listen), *credentials, &port);
   builder.RegisterService(&coordinator);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(options.limits.max_message_bytes));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     return Fail(2, absl::UnavailableError(

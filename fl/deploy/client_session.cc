@@ -73,11 +73,13 @@ absl::StatusOr<std::string> RunClientSession(const std::shared_ptr<grpc::Channel
   hello.mutable_hello()->set_client_id(options.client_id);
   hello.mutable_hello()->set_token(options.token);
   hello.mutable_hello()->set_spec_digest(options.spec_digest);
+  hello.mutable_hello()->set_max_message_bytes(options.limits.max_message_bytes);
   stream->Write(hello);
 
   ServerMessage message;
   std::optional<PayloadAssembler> assembler;
   fedkit::deploy::Task task;
+  int64_t chunk_bytes = ChunkBytesFor(options.limits, 0);  // until the welcome says
   SessionCarry own_carry;
   SessionCarry& carry = options.carry != nullptr ? *options.carry : own_carry;
   auto settle = [&](bool accepted) {
@@ -92,6 +94,7 @@ absl::StatusOr<std::string> RunClientSession(const std::shared_ptr<grpc::Channel
     switch (message.kind_case()) {
       case ServerMessage::kWelcome:
         ++carry.welcomed;
+        chunk_bytes = ChunkBytesFor(options.limits, message.welcome().max_message_bytes());
         LOG(INFO) << who << ": connected; the server has run " << message.welcome().rounds_done()
                   << " rounds";
         continue;
@@ -162,7 +165,7 @@ absl::StatusOr<std::string> RunClientSession(const std::shared_ptr<grpc::Channel
       absl::StatusOr<ClientUpdate> update =
           TrainOn(payload, task.task_id(), task.round(), client, layout, options.device);
       if (!update.ok()) LOG(WARNING) << who << ": task " << task.task_id() << ": " << update.status();
-      if (!SendAnswer(*stream, task.task_id(), std::move(update), options.limits.chunk_bytes)) {
+      if (!SendAnswer(*stream, task.task_id(), std::move(update), chunk_bytes)) {
         context.TryCancel();  // unread messages would hold Finish up
         break;
       }

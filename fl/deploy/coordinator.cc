@@ -22,6 +22,8 @@ using fedkit::deploy::ServerMessage;
 struct Coordinator::Connection {
   Counters* counters = nullptr;
   int64_t client_id = -1;
+  // The size of the chunks the client accepts.
+  int64_t chunk_bytes = 0;
   grpc::ServerContext* context = nullptr;
   grpc::ServerReaderWriter<ServerMessage, ClientMessage>* stream = nullptr;
   absl::Mutex write_mutex;
@@ -131,6 +133,7 @@ grpc::Status Coordinator::Session(
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, detail);
   }
   connection->client_id = id;
+  connection->chunk_bytes = ChunkBytesFor(options_.limits, hello.max_message_bytes());
   {
     absl::MutexLock lock(&mutex_);
     std::shared_ptr<Connection>& slot = connections_[id];
@@ -146,6 +149,7 @@ grpc::Status Coordinator::Session(
     absl::MutexLock lock(&mutex_);
     welcome.mutable_welcome()->set_rounds_done(
         std::max(options_.resumed_after_round, latest_round_ - 1));
+    welcome.mutable_welcome()->set_max_message_bytes(options_.limits.max_message_bytes);
   }
   connection->Write(welcome);
   LOG(INFO) << "deploy: client " << id << " connected from " << context->peer();
@@ -268,7 +272,7 @@ absl::StatusOr<std::string> Coordinator::RunTask(int64_t client_id, int round,
         std::max(options_.resumed_after_round, every > 0 ? (round - 1) / every * every : 0));
   }
   bool sent = connection->Write(header);
-  for (absl::string_view chunk : Chunks(payload, options_.limits.chunk_bytes)) {
+  for (absl::string_view chunk : Chunks(payload, connection->chunk_bytes)) {
     if (!sent) break;
     ServerMessage message;
     message.mutable_chunk()->set_data(chunk.data(), chunk.size());

@@ -23,6 +23,7 @@
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/server_builder.h"
+#include "grpcpp/support/channel_arguments.h"
 #include "gtest/gtest.h"
 
 namespace fl::deploy {
@@ -138,6 +139,7 @@ class Deployment {
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", *credentials, &port_);
     builder.RegisterService(&coordinator_);
+    builder.SetMaxReceiveMessageSize(static_cast<int>(options.limits.max_message_bytes));
     server_ = builder.BuildAndStart();
     CHECK(server_ != nullptr && port_ > 0);
   }
@@ -148,12 +150,16 @@ class Deployment {
   }
   Coordinator& coordinator() { return coordinator_; }
 
-  std::shared_ptr<grpc::Channel> Channel(bool client_cert = false) {
+  // `max_message`: the largest message the client side receives.
+  std::shared_ptr<grpc::Channel> Channel(bool client_cert = false,
+                                         int64_t max_message = int64_t{4} << 20) {
     TlsFiles files{client_cert ? Testdata("client.pem") : "",
                    client_cert ? Testdata("client.key") : "", Testdata("ca.pem")};
     absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = ClientTls(files);
     CHECK(credentials.ok()) << credentials.status();
-    return grpc::CreateChannel(absl::StrCat("localhost:", port_), *credentials);
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(static_cast<int>(max_message));
+    return grpc::CreateCustomChannel(absl::StrCat("localhost:", port_), *credentials, args);
   }
 
   // Runs client `client`'s session on a thread; its result lands in `result`.
@@ -475,6 +481,29 @@ TEST(DeployTest, AVerdictLostWithTheConnectionArrivesWithTheNextTask) {
   two.join();
   EXPECT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(carry.welcomed, 2);
+}
+
+TEST(DeployTest, EachSideSendsChunksThatFitTheOthersMessageLimit) {
+  CoordinatorOptions options = Options(1);
+  options.limits.max_message_bytes = kMinMessageBytes;
+  Deployment deployment(options);
+  const ModelState big({{"w", at::zeros({100000}), false}});  // 400 kB each way
+  StatefulClient client(0);
+  ClientSessionOptions session = SessionOptions(0);
+  session.limits.max_message_bytes = kMinMessageBytes;
+  absl::StatusOr<std::string> ended;
+  std::thread process([&] {
+    ended = RunClientSession(deployment.Channel(false, kMinMessageBytes), client, big, session);
+  });
+  RemoteClient remote(0, 10, &deployment.coordinator(), absl::Seconds(20), at::kCPU);
+  absl::StatusOr<ClientUpdate> update = remote.Train(big, RoundPlan(), 1);
+  ASSERT_TRUE(update.ok()) << update.status();
+  EXPECT_EQ(update->delta.tensor(0).numel(), 100000);
+  deployment.coordinator().EndSessions("the run is over");
+  process.join();
+  EXPECT_TRUE(ended.ok()) << ended.status();
+  // The hello, then the answer's header and at least 400 kB / 63 kB chunks.
+  EXPECT_GE(deployment.coordinator().traffic().messages_received, 1 + 1 + 7);
 }
 
 TEST(DeployTest, AClientWithoutACertificateIsRefusedUnderMutualTls) {

@@ -7,6 +7,13 @@
 
 namespace fl::deploy {
 
+int64_t ChunkBytesFor(const PayloadLimits& own, int64_t peer_max_message) {
+  // A Chunk in its oneof: two tags and two length varints, far below this.
+  constexpr int64_t kFraming = 1024;
+  const int64_t peer = peer_max_message > 0 ? peer_max_message : int64_t{4} << 20;
+  return std::max<int64_t>(1, std::min(own.chunk_bytes, peer - kFraming));
+}
+
 std::vector<absl::string_view> Chunks(absl::string_view payload, int64_t chunk_bytes) {
   CHECK_GT(chunk_bytes, 0);
   std::vector<absl::string_view> chunks;

@@ -14,12 +14,24 @@
 
 namespace fl::deploy {
 
+// The smallest message limit a side may set (see PayloadLimits).
+inline constexpr int64_t kMinMessageBytes = int64_t{64} << 10;
+
 struct PayloadLimits {
   // The largest payload a side accepts (a task's model and plan, an update).
   int64_t max_payload_bytes = int64_t{1} << 30;
-  // The size of the chunks a side sends; far below gRPC's 4 MB message limit.
+  // The largest gRPC message a side accepts (its receive limit; gRPC's default
+  // is 4 MiB), >= kMinMessageBytes. Each side names it in its first message
+  // (Hello, Welcome) and the other sends chunks that fit.
+  int64_t max_message_bytes = int64_t{4} << 20;
+  // The largest chunk a side sends; smaller when its peer accepts less.
   int64_t chunk_bytes = int64_t{1} << 20;
 };
+
+// The chunk size for a peer whose messages may be at most `peer_max_message`
+// bytes (0: not said, gRPC's default): `own.chunk_bytes`, or less, leaving room
+// for a chunk message's own bytes.
+int64_t ChunkBytesFor(const PayloadLimits& own, int64_t peer_max_message);
 
 // `payload` cut into pieces of at most `chunk_bytes` (none for an empty payload).
 std::vector<absl::string_view> Chunks(absl::string_view payload, int64_t chunk_bytes);

@@ -46,5 +46,12 @@ TEST(PayloadTest, RefusesOversizeBeforeAllocatingAndOverruns) {
               HasSubstr("task: a chunk of 2 bytes runs past the declared 4 (3 received)"));
 }
 
+TEST(PayloadTest, ChunksFitThePeersMessageLimit) {
+  const PayloadLimits own;  // 1 MiB chunks
+  EXPECT_EQ(ChunkBytesFor(own, 0), own.chunk_bytes);  // gRPC's default 4 MiB holds them
+  EXPECT_EQ(ChunkBytesFor(own, int64_t{8} << 20), own.chunk_bytes);
+  EXPECT_EQ(ChunkBytesFor(own, kMinMessageBytes), kMinMessageBytes - 1024);
+}
+
 }  // namespace
 }  // namespace fl::deploy
