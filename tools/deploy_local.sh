@@ -10,8 +10,8 @@
 # The spec runs with partition.num_clients = N. Results go to DIR (default: the
 # spec's output.dir, else results/<name>); credentials, client states and every
 # process's log go to DIR/deployment. The server's log is shown, prefixed
-# [server]; SIGINT or SIGTERM stops the server after the round in progress
-# (continue with --resume). Exits with the server's code (0 done, 1 failed, 2
+# [server]; SIGINT or SIGTERM stops the server after the round in progress, and
+# then the clients (continue with --resume). Exits with the server's code (0 done, 1 failed, 2
 # bad input, 3 stopped), or 4 when the server succeeded but a client did not.
 set -uo pipefail
 
@@ -113,6 +113,14 @@ while true; do
   code=$?
   kill -0 $server_pid 2> /dev/null || break
 done
+if [[ $code -eq 3 ]]; then
+  # Stopped: the clients would keep reconnecting for the server's return. They
+  # have recorded every verdict the server sent before its goodbye.
+  kill -TERM "${client_pids[@]}" 2> /dev/null
+  wait "${client_pids[@]}" 2> /dev/null
+  echo "deploy_local: stopped; continue with the same command and --resume" >&2
+  exit 3
+fi
 failed=0
 for ((k = 0; k < clients; k++)); do
   wait "${client_pids[$k]}"

@@ -3,7 +3,7 @@
 # - tools/deploy_local (fl_server and 4 fl_client processes over mutual TLS) for 3
 #   rounds of FedAvg and of SCAFFOLD (whose clients keep their control variates in
 #   their own processes): metrics.csv (but for wall time) and model.pt must be
-#   byte-identical;
+#   byte-identical, and so after deploy_local is stopped and resumed;
 # - the server stopped (SIGTERM) and resumed, then killed (SIGKILL) and resumed
 #   from the same checkpoint, its clients reconnecting and going back to their
 #   state at it: SCAFFOLD's result is still the in-process one, bit for bit;
@@ -110,6 +110,35 @@ for aggregator in fedavg scaffold; do
     fail "$aggregator: model.pt differs"
   [[ $failures -eq $before ]] && echo "ok $aggregator: deploy_local over mutual TLS, bit for bit"
 done
+
+# Stopping deploy_local (SIGTERM here; Ctrl-C's SIGINT in a terminal, which a
+# background job of a script ignores): the server stops after the round, then
+# the clients; the same command with --resume finishes the run, bit for bit
+# SCAFFOLD's in-process result.
+long='aggregator { name: "scaffold" } server { rounds: 40 }'
+in_process scaffold40 "$long"
+before=$failures
+"$launcher" --spec="$spec" --clients=4 --set="$long" --output_dir="$tmp/interrupted" \
+    > "$tmp/interrupted.log" 2>&1 &
+launcher_pid=$!
+for _ in $(seq 600); do [[ $(rows "$tmp/interrupted") -ge 2 ]] && break; sleep 0.02; done
+kill -TERM $launcher_pid
+signalled=$SECONDS
+wait $launcher_pid
+code=$?
+# Its clients would wait 120 s for the server to come back: it must stop them.
+[[ $((SECONDS - signalled)) -lt 60 ]] || fail "stop: deploy_local took $((SECONDS - signalled)) s to stop"
+interrupted_after=$(rows "$tmp/interrupted")
+[[ $code -eq 3 ]] || { fail "stop: deploy_local exited with $code, expected 3"; tail -5 "$tmp/interrupted.log"; }
+[[ $interrupted_after -lt 40 ]] || fail "stop: the run was over before the interruption"
+pgrep -f "output_dir=$tmp/interrupted" > /dev/null && fail "stop: processes of the run are left"
+"$launcher" --spec="$spec" --clients=4 --set="$long" --output_dir="$tmp/interrupted" --resume \
+    > "$tmp/resumed.log" 2>&1 || { fail "stop: the resumed deploy_local exited with $?"; tail -5 "$tmp/resumed.log"; }
+diff <(metrics "$tmp/scaffold40") <(metrics "$tmp/interrupted") > /dev/null ||
+  fail "stop: metrics.csv differs from the in-process run"
+cmp "$tmp/scaffold40/model.pt" "$tmp/interrupted/model.pt" || fail "stop: model.pt differs"
+[[ $failures -eq $before ]] &&
+  echo "ok stop: deploy_local stopped after round $interrupted_after, resumed; bit for bit"
 
 # The server is stopped (SIGTERM: checkpoint after round r, exit 3, clients told to
 # wait), resumed, killed (SIGKILL) rounds later without a newer checkpoint
