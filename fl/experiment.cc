@@ -283,7 +283,8 @@ void ValidateCore(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
   if (const int most = server.one_shot() ? num_clients : server.clients_per_round();
       server.min_accepted_updates() < 0 || server.min_accepted_updates() > most) {
     errors.Add("server.min_accepted_updates",
-               absl::StrCat("must be in [0, ", server.one_shot() ? "partition.num_clients" : "clients_per_round",
+               absl::StrCat("must be in [0, ",
+                            server.one_shot() ? "partition.num_clients" : "clients_per_round",
                             " = ", most, "], got ", server.min_accepted_updates()));
   } else if (server.min_accepted_updates() > 0 &&
              server.cohort_sampling() == fedkit::ServerSpec::POISSON) {

@@ -118,13 +118,24 @@ absl::Status CheckLabels(const Examples& examples, int64_t num_classes, const ch
   return absl::OkStatus();
 }
 
+namespace {
+
+// `dataset`'s splits, their labels checked against the spec's classes.
+absl::StatusOr<DatasetSplits> LoadCheckedSplits(const Experiment& experiment, Dataset& dataset) {
+  const int64_t num_classes = experiment.data_info.num_classes;
+  FL_RETURN_IF_ERROR(dataset.CheckAvailable());
+  FL_ASSIGN_OR_RETURN(DatasetSplits data, dataset.Load());
+  FL_RETURN_IF_ERROR(CheckLabels(data.train, num_classes, "train"));
+  FL_RETURN_IF_ERROR(CheckLabels(data.test, num_classes, "test"));
+  return data;
+}
+
+}  // namespace
+
 absl::StatusOr<RunData> LoadRunData(Experiment& experiment) {
   const fedkit::ExperimentSpec& spec = experiment.spec;
   const int64_t num_classes = experiment.data_info.num_classes;
-  FL_RETURN_IF_ERROR(experiment.dataset->CheckAvailable());
-  FL_ASSIGN_OR_RETURN(DatasetSplits data, experiment.dataset->Load());
-  FL_RETURN_IF_ERROR(CheckLabels(data.train, num_classes, "train"));
-  FL_RETURN_IF_ERROR(CheckLabels(data.test, num_classes, "test"));
+  FL_ASSIGN_OR_RETURN(DatasetSplits data, LoadCheckedSplits(experiment, *experiment.dataset));
   RunData run;
   if (HasProxy(spec.server().proxy())) {
     FL_ASSIGN_OR_RETURN(run.proxy, TakeProxy(spec.server().proxy(), num_classes,
@@ -140,11 +151,7 @@ absl::StatusOr<RunData> LoadRunData(Experiment& experiment) {
 
 absl::StatusOr<RunData> LoadOwnData(const Experiment& experiment, Dataset& own,
                                     int64_t client_id) {
-  const int64_t num_classes = experiment.data_info.num_classes;
-  FL_RETURN_IF_ERROR(own.CheckAvailable());
-  FL_ASSIGN_OR_RETURN(DatasetSplits data, own.Load());
-  FL_RETURN_IF_ERROR(CheckLabels(data.train, num_classes, "train"));
-  FL_RETURN_IF_ERROR(CheckLabels(data.test, num_classes, "test"));
+  FL_ASSIGN_OR_RETURN(DatasetSplits data, LoadCheckedSplits(experiment, own));
   if (data.train.size() == 0) return absl::InvalidArgumentError("the training split is empty");
   RunData run;
   run.shares.resize(static_cast<size_t>(experiment.spec.partition().num_clients()));

@@ -643,11 +643,14 @@ absl::StatusOr<Server::RoundOutcome> Server::Round::Finish() {
     return outcome_;
   }
   if (const int quorum = server_.config_.min_accepted_updates; outcome_.accepted < quorum) {
+    const std::string first =
+        outcome_.first_error.ok()
+            ? ""
+            : absl::StrCat("; first rejection: ", outcome_.first_error.message());
     return absl::UnavailableError(absl::StrCat(
         "round ", round_, ": ", outcome_.accepted, " updates accepted, fewer than ",
         "server.min_accepted_updates = ", quorum, " (", outcome_.rejected, " rejected, ",
-        outcome_.dropped, " dropped out)",
-        outcome_.first_error.ok() ? "" : absl::StrCat("; first rejection: ", outcome_.first_error.message())));
+        outcome_.dropped, " dropped out)", first));
   }
   if (outcome_.accepted == 0) {
     if (!outcome_.first_error.ok()) {

@@ -80,6 +80,9 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = fl::deploy::ClientTls(
       {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_ca)});
   if (!credentials.ok()) return Fail(2, credentials.status());
+  absl::StatusOr<fl::deploy::PayloadLimits> limits = fl::deploy::PayloadLimitsFromFlags(
+      absl::GetFlag(FLAGS_max_payload_mb), absl::GetFlag(FLAGS_max_message_kb));
+  if (!limits.ok()) return Fail(2, limits.status());
   std::unique_ptr<fl::Dataset> own_data;
   if (const std::string dir = absl::GetFlag(FLAGS_data_dir); !dir.empty()) {
     absl::StatusOr<std::unique_ptr<fl::Dataset>> dataset =
@@ -102,12 +105,7 @@ int main(int argc, char** argv) {
   options.token = *std::move(token);
   options.spec_digest = fl::deploy::SpecDigest(spec);
   options.device = experiment.device;
-  options.limits.max_payload_bytes = absl::GetFlag(FLAGS_max_payload_mb) << 20;
-  options.limits.max_message_bytes = absl::GetFlag(FLAGS_max_message_kb) << 10;
-  if (options.limits.max_message_bytes < fl::deploy::kMinMessageBytes) {
-    return Fail(2, absl::InvalidArgumentError(absl::StrCat(
-                       "--max_message_kb: must be >= 64, got ", absl::GetFlag(FLAGS_max_message_kb))));
-  }
+  options.limits = *limits;
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxReceiveMessageSize(static_cast<int>(options.limits.max_message_bytes));
   std::string state_dir = absl::GetFlag(FLAGS_state_dir);

@@ -98,12 +98,10 @@ int main(int argc, char** argv) {
   fl::deploy::CoordinatorOptions options;
   options.tokens = *std::move(tokens);
   options.spec_digest = fl::deploy::SpecDigest(spec);
-  options.limits.max_payload_bytes = absl::GetFlag(FLAGS_max_payload_mb) << 20;
-  options.limits.max_message_bytes = absl::GetFlag(FLAGS_max_message_kb) << 10;
-  if (options.limits.max_message_bytes < fl::deploy::kMinMessageBytes) {
-    return Fail(2, absl::InvalidArgumentError(absl::StrCat(
-                       "--max_message_kb: must be >= 64, got ", absl::GetFlag(FLAGS_max_message_kb))));
-  }
+  absl::StatusOr<fl::deploy::PayloadLimits> limits = fl::deploy::PayloadLimitsFromFlags(
+      absl::GetFlag(FLAGS_max_payload_mb), absl::GetFlag(FLAGS_max_message_kb));
+  if (!limits.ok()) return Fail(2, limits.status());
+  options.limits = *limits;
   options.connect_timeout = absl::Seconds(absl::GetFlag(FLAGS_connect_timeout_seconds));
   options.asynchronous = spec.server().has_async();
   options.checkpoint_every = spec.output().checkpoint_every();

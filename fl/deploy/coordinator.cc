@@ -134,6 +134,7 @@ grpc::Status Coordinator::Session(
   }
   connection->client_id = id;
   connection->chunk_bytes = ChunkBytesFor(options_.limits, hello.max_message_bytes());
+  ServerMessage welcome;
   {
     absl::MutexLock lock(&mutex_);
     std::shared_ptr<Connection>& slot = connections_[id];
@@ -143,14 +144,10 @@ grpc::Status Coordinator::Session(
       slot->context->TryCancel();
     }
     slot = connection;
-  }
-  ServerMessage welcome;
-  {
-    absl::MutexLock lock(&mutex_);
     welcome.mutable_welcome()->set_rounds_done(
         std::max(options_.resumed_after_round, latest_round_ - 1));
-    welcome.mutable_welcome()->set_max_message_bytes(options_.limits.max_message_bytes);
   }
+  welcome.mutable_welcome()->set_max_message_bytes(options_.limits.max_message_bytes);
   connection->Write(welcome);
   LOG(INFO) << "deploy: client " << id << " connected from " << context->peer();
 

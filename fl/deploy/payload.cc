@@ -7,6 +7,18 @@
 
 namespace fl::deploy {
 
+absl::StatusOr<PayloadLimits> PayloadLimitsFromFlags(int64_t max_payload_mb,
+                                                     int64_t max_message_kb) {
+  PayloadLimits limits;
+  limits.max_payload_bytes = max_payload_mb << 20;
+  limits.max_message_bytes = max_message_kb << 10;
+  if (limits.max_message_bytes < kMinMessageBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("--max_message_kb: must be >= ",
+                                                   kMinMessageBytes >> 10, ", got ", max_message_kb));
+  }
+  return limits;
+}
+
 int64_t ChunkBytesFor(const PayloadLimits& own, int64_t peer_max_message) {
   // A Chunk in its oneof: two tags and two length varints, far below this.
   constexpr int64_t kFraming = 1024;

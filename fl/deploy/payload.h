@@ -28,6 +28,12 @@ struct PayloadLimits {
   int64_t chunk_bytes = int64_t{1} << 20;
 };
 
+// The limits a command line's --max_payload_mb and --max_message_kb give, the
+// same for fl_server and fl_client. InvalidArgument naming the flag when
+// max_message_kb is below kMinMessageBytes.
+absl::StatusOr<PayloadLimits> PayloadLimitsFromFlags(int64_t max_payload_mb,
+                                                     int64_t max_message_kb);
+
 // The chunk size for a peer whose messages may be at most `peer_max_message`
 // bytes (0: not said, gRPC's default): `own.chunk_bytes`, or less, leaving room
 // for a chunk message's own bytes.

@@ -46,6 +46,15 @@ TEST(PayloadTest, RefusesOversizeBeforeAllocatingAndOverruns) {
               HasSubstr("task: a chunk of 2 bytes runs past the declared 4 (3 received)"));
 }
 
+TEST(PayloadTest, LimitsFromFlagsRefuseAMessageLimitBelow64KiB) {
+  absl::StatusOr<PayloadLimits> limits = PayloadLimitsFromFlags(2, 64);
+  ASSERT_TRUE(limits.ok()) << limits.status();
+  EXPECT_EQ(limits->max_payload_bytes, int64_t{2} << 20);
+  EXPECT_EQ(limits->max_message_bytes, kMinMessageBytes);
+  EXPECT_EQ(PayloadLimitsFromFlags(2, 63).status().message(),
+            "--max_message_kb: must be >= 64, got 63");
+}
+
 TEST(PayloadTest, ChunksFitThePeersMessageLimit) {
   const PayloadLimits own;  // 1 MiB chunks
   EXPECT_EQ(ChunkBytesFor(own, 0), own.chunk_bytes);  // gRPC's default 4 MiB holds them
