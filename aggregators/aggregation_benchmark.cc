@@ -85,6 +85,7 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
 #include <torch/version.h>

@@ -12,9 +12,10 @@ absl::StatusOr<c10::Device> ResolveDevice(fedkit::ExperimentSpec::Device device)
     case fedkit::ExperimentSpec::CUDA:
       if (!cuda) {
         return absl::FailedPreconditionError(
-            "device: CUDA requested, but no CUDA device is usable here (this LibTorch build or "
-            "machine has none); use CPU or AUTO, or build against a CUDA LibTorch with "
-            "LIBTORCH_PATH");
+            "device: CUDA requested, but no CUDA device is usable here: this machine has no "
+            "GPU (or no driver for it), or fedkit was linked without LibTorch's CUDA libraries "
+            "(build with --config=torch2 --config=cuda, docs/other-libtorch.md); use device: CPU "
+            "or AUTO");
       }
       return c10::Device(c10::kCUDA);
     default:

@@ -1,6 +1,7 @@
 #include "fl/evaluator.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include "absl/strings/str_cat.h"
 #include "fl/model.h"

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/nn/module.h>
 
 namespace fl {

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include <ATen/ATen.h>
@@ -52,12 +53,24 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const fedkit::OptimizerSp
 constexpr char kOptimizerSlot[] = "@optimizer";
 constexpr char kUploadResidualSlot[] = "@upload_residual";
 
+// The key of `param`'s entry in `optimizer.state()`: LibTorch 1.13 keys it by the
+// printed TensorImpl address, 2.x by the address itself.
+auto OptimizerStateKey(torch::optim::Optimizer& optimizer, const at::Tensor& param) {
+  using Key = std::decay_t<decltype(optimizer.state())>::key_type;
+  void* impl = param.unsafeGetTensorImpl();
+  if constexpr (std::is_same_v<Key, std::string>) {
+    return c10::str(impl);
+  } else {
+    return Key(impl);
+  }
+}
+
 // `optimizer`'s state over `params` (one entry per tensor, by its index).
 TensorMap SaveOptimizerState(torch::optim::Optimizer& optimizer,
                              const std::vector<at::Tensor>& params) {
   TensorMap saved;
   for (size_t i = 0; i < params.size(); ++i) {
-    auto it = optimizer.state().find(c10::guts::to_string(params[i].unsafeGetTensorImpl()));
+    auto it = optimizer.state().find(OptimizerStateKey(optimizer, params[i]));
     if (it == optimizer.state().end()) continue;
     const std::string prefix = absl::StrCat(i, "/");
     if (auto* sgd = dynamic_cast<torch::optim::SGDParamState*>(it->second.get())) {
@@ -88,7 +101,7 @@ absl::Status RestoreOptimizerState(const TensorMap& saved, torch::optim::Optimiz
       return entry.first.rfind(prefix, 0) == 0;
     });
     if (!any) continue;
-    const std::string key = c10::guts::to_string(params[i].unsafeGetTensorImpl());
+    const auto key = OptimizerStateKey(optimizer, params[i]);
     auto fits = [&](const at::Tensor& t) -> absl::Status {
       if (t.sizes() == params[i].sizes()) return absl::OkStatus();
       return absl::FailedPreconditionError(absl::StrCat(

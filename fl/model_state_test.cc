@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/nn/module.h>
 
 #include "gmock/gmock.h"

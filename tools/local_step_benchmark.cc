@@ -13,16 +13,21 @@
 // Cases: mlp_64_32 (784-64-32-10, Adam, batch 64), quickstart (784-200-200-10, SGD,
 // batch 50), lenet5_cifar (LeNet-5 on 3x32x32, SGD with momentum, batch 64). The
 // counter seconds_per_step is wall time per optimiser step; compare rows of one run.
+// --device=cuda runs every case on the GPU (tools/device_build/gpu_check.sh), each
+// iteration ending with a device synchronisation.
 //
-//   bazel run -c opt //tools:local_step_benchmark -- --benchmark_format=json
+//   bazel run -c opt //tools:local_step_benchmark -- --benchmark_format=json [--device=cuda]
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <torch/cuda.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/sgd.h>
 #include <torch/utils.h>
@@ -66,6 +71,14 @@ const std::vector<Case>& Cases() {
   return *kCases;
 }
 
+// Where the models and examples live (--device).
+at::Device g_device(at::kCPU);
+
+// Waits for the device's queued work, so that a timed iteration includes it.
+void Synchronize() {
+  if (g_device.is_cuda()) torch::cuda::synchronize();
+}
+
 constexpr int64_t kClientExamples = 3200;
 constexpr int64_t kEvalExamples = 10000;
 
@@ -79,13 +92,14 @@ std::unique_ptr<fl::Model> NewModel(const Case& c) {
   torch::manual_seed(0);
   auto model = registry.Create(c.model, any, {c.input_shape, 10});
   CHECK(model.ok()) << model.status();
+  (*model)->to(g_device);
   return *std::move(model);
 }
 
 fl::Examples RandomExamples(const Case& c, int64_t n) {
   std::vector<int64_t> shape = {n};
   shape.insert(shape.end(), c.input_shape.begin(), c.input_shape.end());
-  return {at::randn(shape), at::randint(10, {n}, at::kLong)};
+  return {at::randn(shape).to(g_device), at::randint(10, {n}, at::kLong).to(g_device)};
 }
 
 fedkit::ClientTrainingSpec ClientSpec(const Case& c) {
@@ -106,6 +120,7 @@ void Floor(benchmark::State& state, const Case& c) {
   const fl::Examples batch = RandomExamples(c, c.batch);
   for (auto _ : state) {
     at::cross_entropy_loss(model->Forward(batch.x), batch.y).backward();
+    Synchronize();
   }
   SetStepCounter(state, 1);
 }
@@ -138,6 +153,7 @@ void Step(benchmark::State& state, const Case& c) {
     }
     steps = update->local_steps;
     store.Discard(0);
+    Synchronize();
   }
   SetStepCounter(state, steps);
 }
@@ -160,7 +176,10 @@ void OptimizerStep(benchmark::State& state, const Case& c, Layout layout) {
         params,
         torch::optim::SGDOptions(spec.optimizer().lr()).momentum(spec.optimizer().momentum()));
   }
-  for (auto _ : state) optimizer->step();
+  for (auto _ : state) {
+    optimizer->step();
+    Synchronize();
+  }
   SetStepCounter(state, 1);
 }
 
@@ -174,6 +193,7 @@ void EvaluateTestSet(benchmark::State& state, const Case& c) {
       state.SkipWithError(evaluation.status().ToString().c_str());
       return;
     }
+    Synchronize();
   }
   state.SetItemsProcessed(state.iterations() * kEvalExamples);
 }
@@ -182,7 +202,22 @@ void EvaluateTestSet(benchmark::State& state, const Case& c) {
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
+  // What Google Benchmark leaves: --device=cpu|cuda.
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--device=cuda" || arg == "--device=cpu") {
+      g_device = at::Device(arg == "--device=cuda" ? at::kCUDA : at::kCPU);
+      if (g_device.is_cuda() && !torch::cuda::is_available()) {
+        std::fprintf(stderr, "--device=cuda: no CUDA device is usable here\n");
+        return 2;
+      }
+      std::copy(argv + i + 1, argv + argc, argv + i);
+      --argc;
+      break;
+    }
+  }
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  benchmark::AddCustomContext("device", g_device.str());
   const fl::AppliedThreads applied = fl::ApplyThreads(1, 1);
   benchmark::AddCustomContext("intra_op_threads", std::to_string(applied.intra_op));
   benchmark::AddCustomContext("blas_threads", applied.blas_controllable

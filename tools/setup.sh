@@ -44,6 +44,7 @@ packages=(
   python3-pytest             # the Python module's tests
   python3-pandas             # results as a DataFrame in Python
   python3-venv               # the test oracles' virtual environment (TensorBoard's reader)
+  patchelf                   # the Python wheel's RPATHs (fl/python/make_wheel.py)
   chromium                   # headless Chromium: the report page's test
 )
 

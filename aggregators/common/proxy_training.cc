@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"

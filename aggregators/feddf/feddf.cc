@@ -32,6 +32,7 @@
 #include <optional>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include "absl/strings/str_cat.h"
 #include "aggregators/common/conformance_reasons.h"

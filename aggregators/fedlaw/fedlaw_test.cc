@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/nn/modules/batchnorm.h>
 
 #include "aggregators/common/proxy_training.h"

@@ -1,6 +1,7 @@
 #include <numeric>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/utils.h>
 
 #include "aggregators/fedavg/fedavg_options.pb.h"

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include "absl/strings/str_cat.h"
 #include "aggregators/maecho/maecho_options.pb.h"

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/utils.h>

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "fl/spec_loader.h"
 #include "gmock/gmock.h"
+#include "glog/logging.h"
 #include "gtest/gtest.h"
 
 namespace fl::deploy {

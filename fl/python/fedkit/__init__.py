@@ -20,6 +20,8 @@ import sys
 
 import torch  # loaded before the engine, which hands tensors to it
 
+__version__ = '0.1.0'
+
 
 def _load_engine():
   try:
