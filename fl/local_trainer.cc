@@ -53,10 +53,12 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const fedkit::OptimizerSp
 constexpr char kOptimizerSlot[] = "@optimizer";
 constexpr char kUploadResidualSlot[] = "@upload_residual";
 
-// The key of `param`'s entry in `optimizer.state()`: LibTorch 1.13 keys it by the
-// printed TensorImpl address, 2.x by the address itself.
-auto OptimizerStateKey(torch::optim::Optimizer& optimizer, const at::Tensor& param) {
-  using Key = std::decay_t<decltype(optimizer.state())>::key_type;
+// The key of `param`'s entry in an optimiser's state map: LibTorch 1.13 keys it by
+// the printed TensorImpl address, 2.x by the address itself. A template, so that
+// only the branch for this LibTorch's key type is compiled.
+template <typename StateMap>
+typename StateMap::key_type OptimizerStateKey(const StateMap&, const at::Tensor& param) {
+  using Key = typename StateMap::key_type;
   void* impl = param.unsafeGetTensorImpl();
   if constexpr (std::is_same_v<Key, std::string>) {
     return c10::str(impl);
@@ -70,7 +72,7 @@ TensorMap SaveOptimizerState(torch::optim::Optimizer& optimizer,
                              const std::vector<at::Tensor>& params) {
   TensorMap saved;
   for (size_t i = 0; i < params.size(); ++i) {
-    auto it = optimizer.state().find(OptimizerStateKey(optimizer, params[i]));
+    auto it = optimizer.state().find(OptimizerStateKey(optimizer.state(), params[i]));
     if (it == optimizer.state().end()) continue;
     const std::string prefix = absl::StrCat(i, "/");
     if (auto* sgd = dynamic_cast<torch::optim::SGDParamState*>(it->second.get())) {
@@ -101,7 +103,7 @@ absl::Status RestoreOptimizerState(const TensorMap& saved, torch::optim::Optimiz
       return entry.first.rfind(prefix, 0) == 0;
     });
     if (!any) continue;
-    const auto key = OptimizerStateKey(optimizer, params[i]);
+    const auto key = OptimizerStateKey(optimizer.state(), params[i]);
     auto fits = [&](const at::Tensor& t) -> absl::Status {
       if (t.sizes() == params[i].sizes()) return absl::OkStatus();
       return absl::FailedPreconditionError(absl::StrCat(

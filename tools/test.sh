@@ -1,8 +1,11 @@
 #!/bin/bash
 # The README's test command: set-up (a no-op when done), every test target with
-# gcc, then the sanitizer half (tools/sanitize.sh: the readers of outside bytes,
-# their tests and fuzz targets, under ASan and UBSan with clang). Flags go to both bazel commands.
-# Ends with a line "N passed, M failed" counting test targets of both halves.
+# gcc against Debian's LibTorch 1.13, then the sanitizer half (tools/sanitize.sh: the
+# readers of outside bytes, their tests and fuzz targets, under ASan and UBSan with
+# clang), then the torch 2.x half (tools/test_torch2.sh: PyTorch 2.11.0 from PyPI,
+# the Python wheel in a fresh venv, the GPU check's dry run). Flags go to every
+# bazel command. Ends with a line "N passed, M failed" counting test targets of all
+# three halves.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh || exit 1
@@ -33,10 +36,17 @@ echo "== the sanitizer half: tools/sanitize.sh"
 count tools/sanitize.sh "$@"
 sanitizer_code=$?
 [[ $code -ne 0 ]] || code=$sanitizer_code
+echo "== the torch 2.x half: tools/test_torch2.sh"
+count tools/test_torch2.sh "$@"
+torch2_code=$?
+[[ $code -ne 0 ]] || code=$torch2_code
 # A test that cannot run here passes saying SKIPPED and why: say it again at the end.
-skipped=$(grep -rl --include=test.log "^SKIPPED: " bazel-testlogs/ 2>/dev/null | sort)
-for log in $skipped; do
-  echo "skipped: ${log#bazel-testlogs/}: $(grep -m1 "^SKIPPED: " "$log" | cut -c10-)"
+torch2_logs="$(tools/test_torch2.sh --output_base)/execroot/fedkit/bazel-out/k8-opt/testlogs"
+for logs in bazel-testlogs "$torch2_logs"; do
+  skipped=$(grep -rl --include=test.log "^SKIPPED: " "$logs/" 2>/dev/null | sort)
+  for log in $skipped; do
+    echo "skipped: ${log#"$logs"/}: $(grep -m1 "^SKIPPED: " "$log" | cut -c10-)"
+  done
 done
 echo "$passed passed, $((total - passed)) failed"
 exit "$code"
