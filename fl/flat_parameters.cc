@@ -90,4 +90,11 @@ void FlatParameters::RelinkGradients() {
   }
 }
 
+void FlatParameters::ZeroGradients() {
+  at::NoGradGuard no_grad;
+  for (at::Tensor& tensor : optimizer_tensors_) {
+    if (tensor.grad().defined()) tensor.mutable_grad().zero_();
+  }
+}
+
 }  // namespace fl

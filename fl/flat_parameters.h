@@ -34,6 +34,12 @@ class FlatParameters {
   // its place in the flat buffer. Call after each backward pass.
   void RelinkGradients();
 
+  // Sets the gradients to zero in place, before each backward pass. An optimiser's
+  // own zero_grad() must not be used: LibTorch 2.x's drops the flat gradient (its
+  // set_to_none defaults to true), so the optimiser would skip the buffer and the
+  // parameters' views would keep accumulating.
+  void ZeroGradients();
+
  private:
   std::vector<at::Tensor> parameters_;
   std::vector<at::Tensor> gradient_views_;  // empty when not flattened

@@ -100,7 +100,7 @@ void ExpectSameTrajectory(
     a->zero_grad();
     at::cross_entropy_loss(per_tensor.Forward(batch.x), batch.y).backward();
     a->step();
-    b->zero_grad();
+    flat.ZeroGradients();
     at::cross_entropy_loss(flat_net.Forward(batch.x), batch.y).backward();
     flat.RelinkGradients();
     b->step();
@@ -124,6 +124,28 @@ TEST(FlatParametersTest, SgdWithMomentumOnTheFlatTensorMatchesSgdPerTensorExactl
     return std::make_unique<torch::optim::SGD>(
         params, torch::optim::SGDOptions(0.1).momentum(0.9).weight_decay(0.01));
   });
+}
+
+// LibTorch 2.x's Optimizer::zero_grad() sets gradients to none: on the flat tensor
+// the optimiser would then skip every parameter. ZeroGradients keeps them in place.
+TEST(FlatParametersTest, ZeroGradientsKeepsTheFlatGradientAndItsViews) {
+  torch::manual_seed(4);
+  Net net;
+  FlatParameters flat(net);
+  Batch batch;
+  at::cross_entropy_loss(net.Forward(batch.x), batch.y).backward();
+  flat.RelinkGradients();
+  const at::Tensor& flat_tensor = flat.optimizer_tensors()[0];
+  ASSERT_GT(flat_tensor.grad().abs().sum().item<double>(), 0.0);
+  flat.ZeroGradients();
+  ASSERT_TRUE(flat_tensor.grad().defined());
+  EXPECT_EQ(flat_tensor.grad().abs().sum().item<double>(), 0.0);
+  EXPECT_EQ(net.linear->weight.grad().data_ptr<float>(),
+            flat_tensor.grad().data_ptr<float>() + 3 * 2 * 3 * 3 + 3);
+  // The next backward pass lands in the buffer the optimiser steps.
+  at::cross_entropy_loss(net.Forward(batch.x), batch.y).backward();
+  flat.RelinkGradients();
+  EXPECT_GT(flat_tensor.grad().abs().sum().item<double>(), 0.0);
 }
 
 TEST(FlatParametersTest, AGradientAutogradReplacedIsCopiedBackIntoTheBuffer) {

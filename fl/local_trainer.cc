@@ -297,7 +297,7 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
     at::Tensor y = input.examples->y.index_select(0, batch);
     if (flip_labels) y = faults->FlippedLabels(y);
 
-    optimizer->zero_grad();
+    flat.ZeroGradients();
     at::Tensor task_loss = at::cross_entropy_loss(model.Forward(x), y);
     at::Tensor loss = task_loss;
     for (ActiveHook& h : hooks) {

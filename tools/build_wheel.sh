@@ -42,9 +42,9 @@ if [[ "$cxx11_abi" != 1 ]]; then
 fi
 base="$HOME/.cache/fedkit-wheel/$(echo "$(pwd -P) $python" | md5sum | cut -c1-12)"
 echo "build_wheel: fedkit for $python ($tag, torch $torch_version from $torch_dir)"
-LIBTORCH_PATH="$torch_dir" FEDKIT_PYTHON="$python" \
-  bazel --output_base="$base" build --symlink_prefix=/ //fl/python:wheel
-bin=$(LIBTORCH_PATH="$torch_dir" FEDKIT_PYTHON="$python" bazel --output_base="$base" info bazel-bin 2> /dev/null)
+flags=(--symlink_prefix=/ --repo_env=LIBTORCH_PATH="$torch_dir" --repo_env=FEDKIT_PYTHON="$python")
+bazel --output_base="$base" build "${flags[@]}" //fl/python:wheel
+bin=$(bazel --output_base="$base" info "${flags[@]}" bazel-bin 2> /dev/null)
 mkdir -p "$out"
 wheel=$(ls "$bin"/fl/python/fedkit-*-"$tag"-*.whl)
 cp -f "$wheel" "$out/"

@@ -86,7 +86,7 @@ absl::Status Run() {
       begin = 0;
     }
     const at::Tensor b = index.narrow(0, begin, batch);
-    optimizer.zero_grad();
+    flat.ZeroGradients();
     at::Tensor loss = at::cross_entropy_loss(model->Forward(x.index_select(0, b)), y.index_select(0, b));
     loss.backward();
     optimizer.step();

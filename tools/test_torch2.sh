@@ -40,7 +40,8 @@ code=${PIPESTATUS[0]}
 echo "== the GPU check's dry run, from an archive linked CPU-only"
 dry=$(mktemp -d)
 dry_code=1
-if tools/device_build/pack.sh "$dry" --cpu &&
+wheel=$(ls "$(tbazel info --config=torch2 bazel-bin 2> /dev/null)"/fl/python/fedkit-*.whl 2> /dev/null | head -n 1)
+if [[ -n "$wheel" ]] && tools/device_build/pack.sh "$dry" --cpu --wheel="$wheel" &&
    tar -C "$dry" -xJf "$dry/fedkit-gpu.tar.xz" &&
    "$dry/fedkit-gpu/tools/device_build/gpu_check.sh" --dry-run --out="$dry/out" \
      --python="$(tools/setup_torch2.sh --print-python)"; then

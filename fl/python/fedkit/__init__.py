@@ -152,7 +152,13 @@ def load_model(path):
   """A saved model (a run's model.pt or best_model.pt) as a dict name ->
   torch.Tensor, the names a torch.nn.Module of the same layers has
   (module.load_state_dict takes it)."""
-  return torch.load(os.fspath(path))
+  safe_globals = getattr(torch.serialization, 'safe_globals', None)
+  if safe_globals is None:  # torch 1.x: torch.load has no weights-only mode
+    return torch.load(os.fspath(path))
+  # torch 2.x loads weights only by default; LibTorch's pickler tags the dict's
+  # types with restore_type_tag, which returns its argument unchanged.
+  with safe_globals([torch.jit._pickle.restore_type_tag]):
+    return torch.load(os.fspath(path), weights_only=True)
 
 
 def evaluate(spec, model):
