@@ -3,7 +3,7 @@ directly or through another such library, that is neither torch's (the machine's
 torch provides those, with CUDA's) nor the C and C++ runtimes. Used by the Python
 wheel (fl/python/make_wheel.py) and the GPU archive (tools/device_build/pack.sh).
 
-  python3 tools/elf_deps.py BINARY...   # prints one resolved path per line
+  python3 tools/elf_deps.py BINARY...   # prints "soname resolved-path", one a line
 """
 
 import os
@@ -47,7 +47,7 @@ def carried_libraries(binary):
 
 
 if __name__ == '__main__':
-  paths = set()
+  carried = {}
   for binary in sys.argv[1:]:
-    paths.update(carried_libraries(binary).values())
-  print('\n'.join(sorted(paths)))
+    carried.update(carried_libraries(binary))
+  print('\n'.join(f'{soname} {path}' for soname, path in sorted(carried.items())))

@@ -2,8 +2,8 @@
 # Fetches the second LibTorch configuration, PyTorch 2.11.0 from PyPI (pinned), into
 # a cache folder, once: a virtual environment of Debian's /usr/bin/python3 holding
 # torch==2.11.0 (its C++ headers and libraries under torch/include and torch/lib,
-# with the CUDA 13 libraries it links) and what the Python wheel's test needs
-# (pytest, pybind11, wheel). Never touches the system Python.
+# with the CUDA 13 libraries it links) and what the Python tests need (pytest,
+# pandas, pybind11, wheel). Never touches the system Python.
 #   tools/setup_torch2.sh                  # set up if missing, print nothing else on success
 #   tools/setup_torch2.sh --print          # ... then print the torch folder (for LIBTORCH_PATH)
 #   tools/setup_torch2.sh --print-python   # ... then print the venv's python
@@ -21,7 +21,7 @@ venv="$dir/venv"
 installed() {
   [[ -x "$venv/bin/python" ]] &&
     [[ "$("$venv/bin/python" -c 'import torch; print(torch.__version__)' 2>/dev/null)" == "$version"* ]] &&
-    "$venv/bin/python" -c 'import pytest, pybind11, wheel' 2>/dev/null &&
+    "$venv/bin/python" -c 'import pytest, pybind11, wheel, pandas' 2>/dev/null &&
     [[ -e "$dir/torch/include/torch/csrc/api/include/torch/torch.h" ]]
 }
 
@@ -35,7 +35,7 @@ if ! installed; then
   mkdir -p "$dir"
   "$python" -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check \
-    "torch==$version" "pybind11==3.0.1" "pytest==8.3.4" "wheel==0.45.1" "numpy==2.2.6"
+    "torch==$version" "pybind11==3.0.1" "pytest==8.3.4" "wheel==0.45.1" "numpy==2.2.6" "pandas==2.2.3"
   site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   ln -sfn "$site/torch" "$dir/torch"
   if ! installed; then

@@ -87,6 +87,16 @@ with_memory() {
   return $code
 }
 
+step "0. every library the binaries load comes from the archive, torch or the C/C++ runtime"
+# (On this CPU machine Debian's own copies would be found too, hiding a missing one.)
+strays=$(ldd bin/* | awk '/=>/ {print $1, $3}' | sort -u |
+  grep -vE "^(ld-linux|libc|libm|libdl|libpthread|librt|libutil|libgcc_s|libstdc\+\+)\.so" |
+  grep -vE " ($root/lib/|$(dirname "$torch_lib")/|$(dirname "$(dirname "$torch_lib")")/nvidia/)" || true)
+if [[ -n "$strays" ]]; then
+  echo "$strays" | tee "$out/stray_libraries.txt"
+  failed "libraries from outside the archive and torch: $(echo "$strays" | awk '{print $1}' | tr '\n' ' ')"
+fi
+
 step "1. tests that take a device"
 for test in device_test device_parity_test; do
   bin/$test --gtest_output="xml:$out/$test.xml" > "$out/$test.log" 2>&1 || failed "$test"
@@ -106,9 +116,10 @@ fi
 
 fashion="dataset { options { [type.googleapis.com/fedkit.data.FashionMnistOptions] { dir: \"$root/data/fashion-mnist\" $data_limit } } }"
 # The quickstart's accuracy after its rounds: chance is 0.1; 100 rounds reach about
-# 0.85, the dry run's 3 rounds on 6,000 images about 0.6.
+# 0.85; the dry run's 3 rounds on 6,000 images about 0.33, where a model that does
+# not train stays near 0.1.
 min_accuracy=0.80
-[[ $dry_run -eq 1 ]] && min_accuracy=0.40
+[[ $dry_run -eq 1 ]] && min_accuracy=0.25
 final_accuracy() {
   "$python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["final_test_accuracy"])' \
     "$out/$1/summary.json" 2> /dev/null
@@ -152,9 +163,12 @@ step "5. local step: fedkit and plain PyTorch eager on $torch_device"
 min_time=1
 [[ $dry_run -eq 1 ]] && min_time=0.05
 with_memory fedkit_step bin/local_step_benchmark --device="$(tr '[:upper:]' '[:lower:]' <<< "$device")" \
-  --benchmark_filter='^(floor|step)/(quickstart|lenet5_cifar)$' --benchmark_min_time=$min_time \
+  --benchmark_filter='^(floor|step)/(quickstart|lenet5_cifar)/' --benchmark_min_time=$min_time \
   --benchmark_format=json --benchmark_out="$out/fedkit_step.json" > "$out/fedkit_step.log" 2>&1 ||
   failed "local_step_benchmark"
+"$python" -c 'import json, sys; sys.exit(len([b for b in json.load(open(sys.argv[1]))["benchmarks"]
+                                            if "seconds_per_step" in b]) != 4)' "$out/fedkit_step.json" ||
+  failed "local_step_benchmark did not time the four cases"
 peer_args=(--device="$torch_device" --out="$out/eager_peer.json")
 [[ $dry_run -eq 1 ]] && peer_args+=(--rounds=1 --repeats=1 --threads=1)
 with_memory eager_peer "$python" tools/device_build/eager_peer.py "${peer_args[@]}" \

@@ -45,11 +45,10 @@ for target in "${targets[@]}"; do
 done
 chmod u+w "$stage"/bin/*
 strip --strip-debug "$stage"/bin/*
-# shellcheck disable=SC2046
-cp $(python3 tools/elf_deps.py "$stage"/bin/*) "$stage/lib/"
-# Debian 12's C++ runtime too: the binaries need GLIBCXX_3.4.30, newer than some
-# machines' (a newer libstdc++ serves older binaries as well).
-cp "$(g++ -print-file-name=libstdc++.so.6 | xargs realpath)" "$stage/lib/libstdc++.so.6"
+# Each under the name the binaries ask for (its soname).
+python3 tools/elf_deps.py "$stage"/bin/* | while read -r soname path; do
+  cp "$path" "$stage/lib/$soname"
+done
 cp /usr/share/datasets/fashion-mnist/*.gz "$stage/data/fashion-mnist/"
 cp experiments/quickstart.textproto "$stage/experiments/"
 cp experiments/gpu/*.textproto "$stage/experiments/gpu/"

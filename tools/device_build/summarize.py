@@ -72,7 +72,7 @@ def main():
   for case, peer_case in (('quickstart', 'quickstart_mlp'), ('lenet5_cifar', 'lenet5_cifar')):
     per_step = {}
     for bench in (step or {}).get('benchmarks', []):
-      kind, _, bench_case = bench['name'].partition('/')
+      kind, bench_case = bench['name'].split('/')[:2]  # e.g. step/quickstart/real_time
       if bench_case == case and 'seconds_per_step' in bench:
         per_step[kind] = bench['seconds_per_step'] * 1e6
     row = (peer or {}).get(peer_case, {})

@@ -157,7 +157,8 @@ def load_model(path):
     return torch.load(os.fspath(path))
   # torch 2.x loads weights only by default; LibTorch's pickler tags the dict's
   # types with restore_type_tag, which returns its argument unchanged.
-  with safe_globals([torch.jit._pickle.restore_type_tag]):
+  from torch.jit import _pickle  # pylint: disable=import-outside-toplevel
+  with safe_globals([_pickle.restore_type_tag]):
     return torch.load(os.fspath(path), weights_only=True)
 
 
