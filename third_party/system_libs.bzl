@@ -84,9 +84,20 @@ _TORCH_ENV = ["LIBTORCH_PATH", "FEDKIT_TORCH_VERSION", "FEDKIT_TORCH2_DIR", "FED
 
 def _torch_root(ctx):
     """The LibTorch folder this build uses: /usr (Debian's) or a torch package's folder."""
+    root = _selected_torch_root(ctx)
+    if not ctx.path(root + "/include/torch/csrc/api/include/torch/torch.h").exists:
+        fail("LibTorch not found: %s/include/torch/csrc/api/include/torch/torch.h is missing. " % root +
+             "Install Debian's libtorch-dev (tools/setup.sh does), run tools/setup_torch2.sh for " +
+             "--config=torch2, or set LIBTORCH_PATH to a folder holding include/ and lib/.")
+    return root
+
+def _selected_torch_root(ctx):
     env = ctx.os.environ
     if env.get("LIBTORCH_PATH"):
-        return env["LIBTORCH_PATH"].rstrip("/") or "/"
+        root = env["LIBTORCH_PATH"].rstrip("/") or "/"
+        if root == "/usr" or not ctx.path(root).exists:
+            return root  # _torch_root reports a missing folder with instructions
+        return str(ctx.path(root).realpath)
     version = env.get("FEDKIT_TORCH_VERSION", "")
     if not version:
         return "/usr"
@@ -108,12 +119,7 @@ def _torch_libdir(ctx, root):
 
 def _libtorch_impl(ctx):
     root = _torch_root(ctx)
-    api = root + "/include/torch/csrc/api/include"
-    if not ctx.path(api + "/torch/torch.h").exists:
-        fail("LibTorch not found: %s/torch/torch.h is missing. Install Debian's libtorch-dev " % api +
-             "(tools/setup.sh does), run tools/setup_torch2.sh for --config=torch2, or set " +
-             "LIBTORCH_PATH to a folder holding include/ and lib/.")
-    ctx.symlink(api, "api_include")
+    ctx.symlink(root + "/include/torch/csrc/api/include", "api_include")
     includes = ["api_include"]
     hdrs = ['"api_include/**"']
     defines = []
