@@ -149,6 +149,11 @@ def _libtorch_impl(ctx):
         # Nothing references libtorch_cuda directly; --no-as-needed keeps its kernels registered.
         libs = ["-Wl,--no-as-needed", "-ltorch_cuda", "-lc10_cuda", "-Wl,--as-needed"] + libs
     linkopts = ["-L" + libdir, "-Wl,-rpath," + libdir] + libs + ["-lpthread"]
+    if root != "/usr":
+        # PyPI's libtorch.so exports its own copy of parts of libstdc++'s
+        # std::filesystem, some with null internals (remove_all crashed a program that
+        # found it first): the system's libstdc++ goes before it in the search order.
+        linkopts = ["-Wl,--push-state,--no-as-needed", "-lstdc++", "-Wl,--pop-state"] + linkopts
 
     ctx.file("BUILD", """
 package(default_visibility = ["//visibility:public"])
