@@ -31,6 +31,9 @@ constexpr char kHeartbeatPrefix[] = "fedkit/heartbeat/";
 // ended and taken the store along.
 constexpr char kFailureKey[] = "fedkit/failure";
 constexpr auto kHeartbeatPeriod = std::chrono::milliseconds(250);
+// How long a failing rank waits for the store to say who else stopped: the
+// diagnosis itself watches heartbeats for 4 periods.
+constexpr auto kDiagnosisDeadline = 4 * kHeartbeatPeriod + std::chrono::seconds(4);
 
 std::string StageKey(int rank) { return absl::StrCat(kStagePrefix, rank); }
 std::string HeartbeatKey(int rank) { return absl::StrCat(kHeartbeatPrefix, rank); }
@@ -58,15 +61,35 @@ absl::StatusOr<int> ParseInt(const std::pair<std::string, std::string>& variable
   return value;
 }
 
+std::string FirstLine(std::string message) {
+  // c10::Error appends a C++ backtrace; its first line is the message.
+  if (size_t end = message.find('\n'); end != std::string::npos) message.resize(end);
+  return message;
+}
+
 // What the heartbeat thread shares with its collective. Shared rather than owned
-// by the collective: a frozen rank 0 blocks the thread in a store read that has no
-// timeout, and the collective then leaves the thread behind instead of hanging.
+// by the collective: a store that stops answering (rank 0 frozen; on LibTorch
+// 1.13 also a rank stopped part-way through a request, which blocks the store's
+// single reading thread) blocks the thread in a read with no timeout, and the
+// collective then leaves the thread behind instead of hanging.
 struct HeartbeatState {
-  absl::Notification stop;
   absl::Notification done;
   absl::Mutex mutex;
+  bool stopping ABSL_GUARDED_BY(mutex) = false;
+  // The stage this rank is in, counted by its changes. The heartbeat records it
+  // in the store as it changes, so that the rounds never wait on the store.
+  std::string stage ABSL_GUARDED_BY(mutex) = "start-up";
+  int64_t stage_changes ABSL_GUARDED_BY(mutex) = 0;
   // kFailureKey's value once the heartbeat has seen it set.
   std::string failure ABSL_GUARDED_BY(mutex);
+};
+
+// What a diagnosis hands back; shared for the same reason as HeartbeatState.
+struct DiagnosisState {
+  absl::Notification done;
+  // Set before `done`: the whole report, and whether the store answered.
+  std::string report;
+  bool store_answered = false;
 };
 
 class C10dCollective : public Collective {
@@ -78,12 +101,22 @@ class C10dCollective : public Collective {
   }
 
   ~C10dCollective() override {
-    heartbeat_->stop.Notify();
-    if (heartbeat_->done.WaitForNotificationWithTimeout(absl::FromChrono(8 * kHeartbeatPeriod))) {
+    {
+      absl::MutexLock lock(&heartbeat_->mutex);
+      heartbeat_->stopping = true;
+    }
+    const auto patience = store_silent_ ? kHeartbeatPeriod : 8 * kHeartbeatPeriod;
+    if (heartbeat_->done.WaitForNotificationWithTimeout(absl::FromChrono(patience))) {
       heartbeat_thread_.join();
     } else {
+      // Its read of the store never returned.
       heartbeat_thread_.detach();
+      store_silent_ = true;
     }
+    // On rank 0 the store's destructor joins its serving thread, which a store
+    // that stopped answering has blocked for good: the process would never
+    // exit. The store ends with the process instead.
+    if (store_silent_) store_.release();
   }
 
   int rank() const override { return address_.rank; }
@@ -91,12 +124,9 @@ class C10dCollective : public Collective {
 
   void SetStage(const std::string& stage) override {
     stage_ = stage;
-    try {
-      store_->set(StageKey(rank()), Bytes(stage));
-    } catch (const std::exception& e) {
-      // The next collective fails and says so; the stage is only a diagnosis.
-      VLOG(1) << "could not record stage: " << e.what();
-    }
+    absl::MutexLock lock(&heartbeat_->mutex);
+    heartbeat_->stage = stage;
+    ++heartbeat_->stage_changes;
   }
 
   absl::Status AllReduceSum(std::vector<at::Tensor>& tensors) override {
@@ -209,7 +239,26 @@ class C10dCollective : public Collective {
       options.timeout = std::chrono::seconds(5);
       c10d::TCPStore beat(address.master_addr, options);
       bool seen_failure = false;
-      do {
+      int64_t recorded_changes = 0;  // ConnectC10d recorded "start-up".
+      absl::Time next_beat = absl::Now();
+      for (;;) {
+        std::string stage;
+        bool stage_changed = false;
+        {
+          absl::MutexLock lock(&state->mutex);
+          auto woken = [&state, recorded_changes] {
+            return state->stopping || state->stage_changes != recorded_changes;
+          };
+          state->mutex.AwaitWithDeadline(absl::Condition(&woken), next_beat);
+          if (state->stopping) break;
+          if (state->stage_changes != recorded_changes) {
+            stage = state->stage;
+            recorded_changes = state->stage_changes;
+            stage_changed = true;
+          }
+        }
+        if (stage_changed) beat.set(StageKey(address.rank), Bytes(stage));
+        if (absl::Now() < next_beat) continue;
         beat.add(HeartbeatKey(address.rank), 1);
         if (!seen_failure && beat.check({kFailureKey})) {
           const std::vector<uint8_t> failure = beat.get(kFailureKey);
@@ -217,7 +266,8 @@ class C10dCollective : public Collective {
           state->failure.assign(failure.begin(), failure.end());
           seen_failure = true;
         }
-      } while (!state->stop.WaitForNotificationWithTimeout(absl::FromChrono(kHeartbeatPeriod)));
+        next_beat = absl::Now() + absl::FromChrono(kHeartbeatPeriod);
+      }
     } catch (const std::exception& e) {
       // The store is gone (rank 0 ended); the next collective reports it.
       VLOG(1) << "heartbeat stopped: " << e.what();
@@ -225,69 +275,81 @@ class C10dCollective : public Collective {
     state->done.Notify();
   }
 
-  // Which peers stopped answering, and where each was last seen. Sets
-  // `store_answered` when the store did.
-  std::string Diagnose(bool& store_answered) {
-    store_answered = false;
+  // Runs on its own thread: which peers stopped answering and where each was
+  // last seen, as the end of `state->report` (after `headline`), left in the
+  // store for the others when the store answered.
+  static void Diagnose(c10::intrusive_ptr<c10d::TCPStore> store, ProcessGroupAddress address,
+                       std::string stage, std::string headline,
+                       std::shared_ptr<DiagnosisState> state) {
     try {
-      store_->setTimeout(std::chrono::seconds(2));
-      // LibTorch's TCPStore applies a timeout to its connection's reads in a get
-      // (a wait); add() alone would wait on a frozen rank 0 as long as the last get.
-      store_->get(StageKey(rank()));
-      std::vector<int64_t> before(world_size());
-      for (int r = 0; r < world_size(); ++r) before[r] = store_->add(HeartbeatKey(r), 0);
+      store->setTimeout(std::chrono::seconds(2));
+      std::vector<int64_t> before(address.world_size);
+      for (int r = 0; r < address.world_size; ++r) before[r] = store->add(HeartbeatKey(r), 0);
       std::this_thread::sleep_for(4 * kHeartbeatPeriod);
       std::vector<std::string> lines;
-      for (int r = 0; r < world_size(); ++r) {
-        if (r == rank()) continue;
-        const bool beating = store_->add(HeartbeatKey(r), 0) != before[r];
-        const std::vector<uint8_t> stage =
-            store_->check({StageKey(r)}) ? store_->get(StageKey(r)) : std::vector<uint8_t>();
-        const std::string where(stage.begin(), stage.end());
+      for (int r = 0; r < address.world_size; ++r) {
+        if (r == address.rank) continue;
+        const bool beating = store->add(HeartbeatKey(r), 0) != before[r];
+        const std::vector<uint8_t> seen =
+            store->check({StageKey(r)}) ? store->get(StageKey(r)) : std::vector<uint8_t>();
+        const std::string where(seen.begin(), seen.end());
         if (!beating) {
           lines.push_back(absl::StrCat("rank ", r, " is not answering (dead or stopped; last seen at ",
                                        where.empty() ? "start-up" : where, ")"));
-        } else if (where != stage_) {
+        } else if (where != stage) {
           lines.push_back(absl::StrCat("rank ", r, " is alive at ", where));
         }
       }
-      store_answered = true;
-      if (lines.empty()) return "every other rank is alive at the same stage";
-      return absl::StrJoin(lines, "; ");
+      state->report = absl::StrCat(headline, lines.empty()
+                                                 ? "every other rank is alive at the same stage"
+                                                 : absl::StrJoin(lines, "; "));
+      state->store_answered = true;
+      // The first failure stays in the store for the other ranks' heartbeats.
+      if (!store->check({kFailureKey})) store->set(kFailureKey, Bytes(state->report));
     } catch (const std::exception& e) {
-      const std::string store = absl::StrCat("rank 0, which holds the rendezvous store at ",
-                                             address_.master_addr, ":", address_.master_port);
-      absl::MutexLock lock(&heartbeat_->mutex);
-      // Rank 0 may have ended because another rank failed: that failure is the news.
-      if (!heartbeat_->failure.empty()) {
-        return absl::StrCat(store, ", has ended; the first failure reported: ", heartbeat_->failure);
-      }
-      return absl::StrCat(store, ", is not answering (dead or stopped)");
+      VLOG(1) << "diagnosis stopped: " << FirstLine(e.what());
     }
+    // The collective may be gone as soon as `done` is seen: the store must not
+    // be destroyed here, on a thread nobody waits for.
+    store.reset();
+    state->done.Notify();
+  }
+
+  // Why the store gave no diagnosis, from where this rank stands.
+  std::string StoreSilence() {
+    const std::string store = absl::StrCat("rank 0, which holds the rendezvous store at ",
+                                           address_.master_addr, ":", address_.master_port);
+    absl::MutexLock lock(&heartbeat_->mutex);
+    // Rank 0 may have ended because another rank failed: that failure is the news.
+    if (!heartbeat_->failure.empty()) {
+      return absl::StrCat(store, ", has ended; the first failure reported: ", heartbeat_->failure);
+    }
+    if (rank() == 0) {
+      return "the rendezvous store this rank holds is not answering (blocked, most likely by a "
+             "rank stopped part-way through a request)";
+    }
+    return absl::StrCat(store, ", is not answering (dead or stopped, or its store blocked by a "
+                        "rank stopped part-way through a request)");
   }
 
   absl::Status Failure(const std::string& what, const std::exception& e) {
-    std::string message = e.what();
-    // c10::Error appends a C++ backtrace; its first line is the message.
-    if (size_t end = message.find('\n'); end != std::string::npos) message.resize(end);
-    bool store_answered = false;
-    const std::string diagnosis = Diagnose(store_answered);
-    std::string failure =
-        absl::StrCat("rank ", rank(), " at ", stage_, ": ", what, " failed (", message, "): ", diagnosis);
-    if (store_answered) Publish(failure);
-    return absl::UnavailableError(std::move(failure));
-  }
-
-  // Leaves the first failure in the store for the other ranks' heartbeats to read.
-  // Rank 0's exit takes the store along, so it waits a few heartbeats first.
-  void Publish(const std::string& failure) {
-    try {
-      if (!store_->check({kFailureKey})) store_->set(kFailureKey, Bytes(failure));
-    } catch (const std::exception& e) {
-      VLOG(1) << "could not publish the failure: " << e.what();
-      return;
+    const std::string headline =
+        absl::StrCat("rank ", rank(), " at ", stage_, ": ", what, " failed (", FirstLine(e.what()), "): ");
+    if (!store_silent_) {
+      auto diagnosis = std::make_shared<DiagnosisState>();
+      // Detached, holding the store: a read the store never answers keeps the
+      // thread, and with it the store, until the process ends.
+      std::thread(&C10dCollective::Diagnose, store_, address_, stage_, headline, diagnosis).detach();
+      if (diagnosis->done.WaitForNotificationWithTimeout(absl::FromChrono(kDiagnosisDeadline)) &&
+          diagnosis->store_answered) {
+        // Rank 0's exit takes the store along: a few heartbeats first, so the
+        // others read the report.
+        if (rank() == 0) std::this_thread::sleep_for(4 * kHeartbeatPeriod);
+        return absl::UnavailableError(diagnosis->report);
+      }
+      store_silent_ = true;
     }
-    if (rank() == 0) std::this_thread::sleep_for(4 * kHeartbeatPeriod);
+    return absl::UnavailableError(absl::StrCat(headline, StoreSilence()));
   }
 
   const ProcessGroupAddress address_;
@@ -295,6 +357,9 @@ class C10dCollective : public Collective {
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
   std::string stage_ = "start-up";
   int64_t payload_bytes_ = 0;
+  // Set once the store missed a diagnosis's deadline or failed it; no later
+  // failure asks it again, and it is never destroyed.
+  bool store_silent_ = false;
   std::shared_ptr<HeartbeatState> heartbeat_ = std::make_shared<HeartbeatState>();
   std::thread heartbeat_thread_;
 };
@@ -375,8 +440,7 @@ absl::StatusOr<std::unique_ptr<Collective>> ConnectC10d(const ProcessGroupAddres
     return std::unique_ptr<Collective>(
         std::make_unique<C10dCollective>(address, std::move(store), std::move(group)));
   } catch (const std::exception& e) {
-    std::string message = e.what();
-    if (size_t end = message.find('\n'); end != std::string::npos) message.resize(end);
+    const std::string message = FirstLine(e.what());
     return absl::UnavailableError(absl::StrCat(
         "rank ", address.rank, ": could not join the ", address.world_size,
         " processes at ", address.master_addr, ":", address.master_port, " within ",

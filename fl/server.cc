@@ -363,7 +363,7 @@ void Server::Round::JoinWorkers() {
 absl::Status Server::Round::GatherToRankZero() {
   std::vector<IndexedUpdate> mine;
   for (size_t i : own_) mine.push_back({static_cast<int>(i), Take(i)});
-  server_.SetStage(round_, "sending updates to rank 0");
+  server_.SetStage(round_, "gathering updates on rank 0");
   FL_ASSIGN_OR_RETURN(std::vector<std::string> messages,
                       group_->Gather(rank_ == 0 ? std::string() : SerializeUpdates(mine)));
   consumed_.clear();
@@ -562,7 +562,7 @@ void Server::Round::ScreenHeldUpdates() {
 }
 
 absl::Status Server::Round::SendVerdicts() {
-  server_.SetStage(round_, "receiving verdicts from rank 0");
+  server_.SetStage(round_, "broadcasting verdicts from rank 0");
   std::vector<at::Tensor> verdicts{
       at::from_blob(accepted_.data(), {static_cast<int64_t>(accepted_.size())}, at::kByte).clone(),
       at::tensor({static_cast<int64_t>(outcome_.accepted)}, at::kLong),
@@ -680,7 +680,7 @@ absl::StatusOr<Server::RoundOutcome> Server::Round::Finish() {
     }
   }
   if (group_ != nullptr) {
-    server_.SetStage(round_, "receiving the model from rank 0");
+    server_.SetStage(round_, "broadcasting the model from rank 0");
     FL_RETURN_IF_ERROR(server_.SyncFromRankZero(global_));
   }
   return outcome_;

@@ -4,7 +4,11 @@
 # round it was in, never hanging. Three processes started by hand with PyTorch's
 # variables (as a multi-host launch would); one is killed (SIGKILL) mid-run: rank
 # 1, then rank 0, which holds the rendezvous store; then one is frozen (SIGSTOP):
-# rank 2, then rank 0. Each killed run resumes from its last checkpoint with three
+# rank 2, then rank 0. LibTorch 1.13's store serves one request at a time and
+# blocks for good on a rank stopped part-way through one: that is emulated by a
+# client that sends half a request, once while a rank is frozen (the survivors
+# must still end, blaming the victim or the blocked store) and once in a run
+# that must still finish and exit cleanly. Each killed run resumes from its last checkpoint with three
 # new processes and must end bit for bit as an uninterrupted run of as many rounds
 # (merge GATHER, which is the in-process run exactly). Bazel runs this in the
 # runfiles root.
@@ -42,12 +46,22 @@ simulation { workers: 1 threads_per_worker: 1 backend: C10D c10d { timeout_secon
 output { checkpoint_every: 1 }
 SPEC
 gather='simulation { c10d { merge: GATHER } }'
+# block_store PORT: a client that sends the first byte of a request and no more.
+block_store() {
+  python3 -c 'import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"\0")
+time.sleep(600)' "$1" &
+  blocker=$!
+  sleep 0.5
+}
 port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-# trial NAME VICTIM SIGNAL SET: starts 3 ranks, waits for 2 rounds, signals
-# VICTIM somewhere inside a round, and checks what the others do.
+# trial NAME VICTIM SIGNAL SET [BLOCK]: starts 3 ranks, waits for 2 rounds,
+# blocks the store if BLOCK is set, signals VICTIM somewhere inside a round, and
+# checks what the others do.
 trial() {
-  local name="$1" victim="$2" signal="$3" set="$4" master_port
+  local name="$1" victim="$2" signal="$3" set="$4" block="${5:-}" master_port
   master_port=$(port)
   local pids=()
   for rank in 0 1 2; do
@@ -62,14 +76,20 @@ trial() {
     if [[ $waited -gt 600 ]]; then fail "$name: no 2 rounds in 120 s"; kill -9 "${pids[@]}"; return; fi
   done
   sleep 0.$((RANDOM % 9 + 1))
+  local blocker=
+  [[ -n "$block" ]] && block_store "$master_port"
   kill -"$signal" "${pids[$victim]}"
   local start=$SECONDS
   # The survivor's own error line: "rank R at round N: ..." and, in that same
   # line, the victim named (a rank 0 that ended after another rank's failure
   # passes that report on, so the victim is still named).
+  local store="rank 0, which holds the rendezvous store at 127\.0\.0\.1:$master_port, is not answering"
   local named="rank $victim is not answering"
-  [[ $victim -eq 0 ]] &&
-    named="rank 0, which holds the rendezvous store at 127\.0\.0\.1:$master_port, is not answering"
+  [[ $victim -eq 0 ]] && named="$store"
+  # A store blocked by a half-sent request (the emulated one, or the frozen
+  # victim's own on LibTorch 1.13) cannot say who stopped; each survivor says so.
+  [[ $signal == STOP && $victim -ne 0 ]] &&
+    named="($named|$store \(dead or stopped, or its store blocked by a rank stopped part-way through a request\)|the rendezvous store this rank holds is not answering \(blocked)"
   for rank in 0 1 2; do
     [[ $rank -eq $victim ]] && continue
     # Each survivor must be gone within the timeout plus the time to diagnose.
@@ -77,6 +97,7 @@ trial() {
     while kill -0 "${pids[$rank]}" 2> /dev/null && [[ $SECONDS -lt $limit ]]; do sleep 0.2; done
     if kill -0 "${pids[$rank]}" 2> /dev/null; then
       fail "$name: rank $rank still running $((SECONDS - start)) s after rank $victim was stopped"
+      tail -3 "$tmp/$name.$rank.log"
       kill -9 "${pids[$rank]}"
       continue
     fi
@@ -95,7 +116,44 @@ trial() {
   done
   kill -CONT "${pids[$victim]}" 2> /dev/null
   kill -9 "${pids[$victim]}" 2> /dev/null
+  [[ -n "$blocker" ]] && kill "$blocker"
   wait 2> /dev/null
+}
+
+# blocked_run: a store blocked from round 2 on must not stop a run that needs it
+# no more, nor keep rank 0 from exiting (its store's serving thread never ends).
+blocked_run() {
+  local master_port pids=() blocker= before=$failures
+  master_port=$(port)
+  for rank in 0 1 2; do
+    RANK=$rank WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=$master_port \
+      "$runner" --spec="$spec" --output_dir="$tmp/blocked_run" --set="server { rounds: 12 }" \
+      > "$tmp/blocked_run.$rank.log" 2>&1 &
+    pids+=($!)
+  done
+  local waited=0
+  until [[ $(cat "$tmp/blocked_run/metrics.csv" 2> /dev/null | wc -l) -ge 3 ]]; do
+    sleep 0.2
+    waited=$((waited + 1))
+    if [[ $waited -gt 600 ]]; then fail "blocked_run: no 2 rounds in 120 s"; kill -9 "${pids[@]}"; return; fi
+  done
+  block_store "$master_port"
+  local start=$SECONDS
+  for rank in 0 1 2; do
+    while kill -0 "${pids[$rank]}" 2> /dev/null && [[ $SECONDS -lt $((start + 60)) ]]; do sleep 0.2; done
+    if kill -0 "${pids[$rank]}" 2> /dev/null; then
+      fail "blocked_run: rank $rank still running $((SECONDS - start)) s after the store was blocked"
+      tail -3 "$tmp/blocked_run.$rank.log"
+      kill -9 "${pids[$rank]}"
+    elif ! wait "${pids[$rank]}"; then
+      fail "blocked_run: rank $rank failed"
+      tail -3 "$tmp/blocked_run.$rank.log"
+    fi
+  done
+  kill "$blocker"
+  wait 2> /dev/null
+  has_rounds "$tmp/blocked_run" 12 "blocked_run" && [[ $failures -eq $before ]] &&
+    echo "ok blocked_run: 12 rounds, every rank exited 0 within $((SECONDS - start)) s of the block"
 }
 
 # resume NAME: the killed run continues from its last checkpoint to two rounds
@@ -132,6 +190,8 @@ trial killed1 1 KILL "$gather"
 trial killed0 0 KILL "$gather"
 trial frozen2 2 STOP ''      # merge AUTO: the partial sums' all-reduce times out
 trial frozen0 0 STOP ''
+trial blocked2 2 STOP '' block
+blocked_run
 resume killed1
 resume killed0
 
