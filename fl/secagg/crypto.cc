@@ -1,7 +1,5 @@
 #include "fl/secagg/crypto.h"
 
-#include <algorithm>
-
 #include <openssl/evp.h>
 #include <openssl/kdf.h>
 
@@ -26,9 +24,10 @@ using Pkey = std::unique_ptr<EVP_PKEY, PkeyDeleter>;
 using PkeyCtx = std::unique_ptr<EVP_PKEY_CTX, PkeyCtxDeleter>;
 using CipherCtx = std::unique_ptr<EVP_CIPHER_CTX, CipherCtxDeleter>;
 
-void Nonce(uint64_t value, uint8_t out[12]) {
-  std::fill(out, out + 12, 0);
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<uint8_t>(value >> (8 * i));
+AeadNonce NonceFrom(uint64_t value) {
+  AeadNonce nonce{};
+  for (int i = 0; i < 8; ++i) nonce[i] = static_cast<uint8_t>(value >> (8 * i));
+  return nonce;
 }
 
 }  // namespace
@@ -44,8 +43,7 @@ KeyPair X25519KeyPair(const Seed& private_key) {
   return pair;
 }
 
-absl::StatusOr<Seed> AgreedKey(const Seed& own_private, const Seed& peer_public,
-                               absl::string_view info) {
+absl::StatusOr<Seed> X25519(const Seed& own_private, const Seed& peer_public) {
   Pkey own(EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, nullptr, own_private.data(),
                                         own_private.size()));
   Pkey peer(EVP_PKEY_new_raw_public_key(EVP_PKEY_X25519, nullptr, peer_public.data(),
@@ -60,27 +58,48 @@ absl::StatusOr<Seed> AgreedKey(const Seed& own_private, const Seed& peer_public,
       shared_size != shared.size()) {
     return absl::InvalidArgumentError("x25519: key agreement failed (a small-order peer key?)");
   }
+  return shared;
+}
+
+Seed HkdfSha256(absl::Span<const uint8_t> key_material, absl::string_view info) {
   PkeyCtx hkdf(EVP_PKEY_CTX_new_id(EVP_PKEY_HKDF, nullptr));
   Seed key{};
   size_t key_size = key.size();
   CHECK(hkdf != nullptr);
   CHECK_EQ(EVP_PKEY_derive_init(hkdf.get()), 1);
   CHECK_EQ(EVP_PKEY_CTX_set_hkdf_md(hkdf.get(), EVP_sha256()), 1);
-  CHECK_EQ(EVP_PKEY_CTX_set1_hkdf_key(hkdf.get(), shared.data(), shared.size()), 1);
+  CHECK_EQ(EVP_PKEY_CTX_set1_hkdf_key(hkdf.get(), key_material.data(),
+                                      static_cast<int>(key_material.size())),
+           1);
   CHECK_EQ(EVP_PKEY_CTX_add1_hkdf_info(hkdf.get(), reinterpret_cast<const uint8_t*>(info.data()),
                                        static_cast<int>(info.size())),
            1);
   CHECK_EQ(EVP_PKEY_derive(hkdf.get(), key.data(), &key_size), 1);
+  CHECK_EQ(key_size, key.size());
   return key;
 }
 
-std::vector<uint8_t> Seal(const Seed& key, uint64_t nonce, absl::Span<const uint8_t> plaintext) {
+absl::StatusOr<Seed> AgreedKey(const Seed& own_private, const Seed& peer_public,
+                               absl::string_view info) {
+  absl::StatusOr<Seed> shared = X25519(own_private, peer_public);
+  if (!shared.ok()) return shared.status();
+  return HkdfSha256(*shared, info);
+}
+
+std::vector<uint8_t> AeadSeal(const Seed& key, const AeadNonce& nonce,
+                              absl::Span<const uint8_t> associated_data,
+                              absl::Span<const uint8_t> plaintext) {
   CipherCtx ctx(EVP_CIPHER_CTX_new());
-  uint8_t iv[12];
-  Nonce(nonce, iv);
-  CHECK_EQ(EVP_EncryptInit_ex(ctx.get(), EVP_chacha20_poly1305(), nullptr, key.data(), iv), 1);
-  std::vector<uint8_t> out(plaintext.size() + kTagBytes);
+  CHECK_EQ(EVP_EncryptInit_ex(ctx.get(), EVP_chacha20_poly1305(), nullptr, key.data(),
+                              nonce.data()),
+           1);
   int written = 0;
+  if (!associated_data.empty()) {
+    CHECK_EQ(EVP_EncryptUpdate(ctx.get(), nullptr, &written, associated_data.data(),
+                               static_cast<int>(associated_data.size())),
+             1);
+  }
+  std::vector<uint8_t> out(plaintext.size() + kTagBytes);
   CHECK_EQ(EVP_EncryptUpdate(ctx.get(), out.data(), &written, plaintext.data(),
                              static_cast<int>(plaintext.size())),
            1);
@@ -92,16 +111,22 @@ std::vector<uint8_t> Seal(const Seed& key, uint64_t nonce, absl::Span<const uint
   return out;
 }
 
-absl::StatusOr<std::vector<uint8_t>> Open(const Seed& key, uint64_t nonce,
-                                          absl::Span<const uint8_t> ciphertext) {
+absl::StatusOr<std::vector<uint8_t>> AeadOpen(const Seed& key, const AeadNonce& nonce,
+                                              absl::Span<const uint8_t> associated_data,
+                                              absl::Span<const uint8_t> ciphertext) {
   if (ciphertext.size() < kTagBytes) return absl::InvalidArgumentError("open: too short");
   const size_t size = ciphertext.size() - kTagBytes;
   CipherCtx ctx(EVP_CIPHER_CTX_new());
-  uint8_t iv[12];
-  Nonce(nonce, iv);
-  CHECK_EQ(EVP_DecryptInit_ex(ctx.get(), EVP_chacha20_poly1305(), nullptr, key.data(), iv), 1);
-  std::vector<uint8_t> out(size);
+  CHECK_EQ(EVP_DecryptInit_ex(ctx.get(), EVP_chacha20_poly1305(), nullptr, key.data(),
+                              nonce.data()),
+           1);
   int written = 0;
+  if (!associated_data.empty()) {
+    CHECK_EQ(EVP_DecryptUpdate(ctx.get(), nullptr, &written, associated_data.data(),
+                               static_cast<int>(associated_data.size())),
+             1);
+  }
+  std::vector<uint8_t> out(size);
   CHECK_EQ(EVP_DecryptUpdate(ctx.get(), out.data(), &written, ciphertext.data(),
                              static_cast<int>(size)),
            1);
@@ -109,9 +134,20 @@ absl::StatusOr<std::vector<uint8_t>> Open(const Seed& key, uint64_t nonce,
   CHECK_EQ(EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_SET_TAG, kTagBytes, tag.data()), 1);
   int final_written = 0;
   if (EVP_DecryptFinal_ex(ctx.get(), out.data() + written, &final_written) != 1) {
-    return absl::InvalidArgumentError("open: authentication failed (wrong key, nonce or a modified ciphertext)");
+    return absl::InvalidArgumentError(
+        "open: authentication failed (wrong key, nonce, associated data or a modified "
+        "ciphertext)");
   }
   return out;
+}
+
+std::vector<uint8_t> Seal(const Seed& key, uint64_t nonce, absl::Span<const uint8_t> plaintext) {
+  return AeadSeal(key, NonceFrom(nonce), {}, plaintext);
+}
+
+absl::StatusOr<std::vector<uint8_t>> Open(const Seed& key, uint64_t nonce,
+                                          absl::Span<const uint8_t> ciphertext) {
+  return AeadOpen(key, NonceFrom(nonce), {}, ciphertext);
 }
 
 }  // namespace fl::secagg

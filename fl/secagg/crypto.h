@@ -7,6 +7,7 @@
 // ChaCha20-Poly1305 to encrypt those shares so that the server, which routes them,
 // cannot read them.
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -25,14 +26,31 @@ struct KeyPair {
 // The X25519 key pair whose private key is `private_key`.
 KeyPair X25519KeyPair(const Seed& private_key);
 
+// RFC 7748's X25519 function: the shared secret of a private and a peer's public
+// key. Errors: a peer key that gives the all-zero secret (a small-order point).
+absl::StatusOr<Seed> X25519(const Seed& own_private, const Seed& peer_public);
+
+// RFC 5869's HKDF with SHA-256 and no salt: 32 bytes of output keying material.
+Seed HkdfSha256(absl::Span<const uint8_t> key_material, absl::string_view info);
+
 // HKDF-SHA256(X25519(own_private, peer_public), info): the same for both ends of a
-// pair. Errors: a peer key that gives the all-zero shared secret (a small-order point).
+// pair. Errors as X25519's.
 absl::StatusOr<Seed> AgreedKey(const Seed& own_private, const Seed& peer_public,
                                absl::string_view info);
 
-// ChaCha20-Poly1305 under `key` with a 96-bit nonce made from `nonce`; the
-// ciphertext carries its 16-byte tag. Open fails (InvalidArgument) on a wrong key,
-// nonce or a modified ciphertext.
+// RFC 8439's AEAD_CHACHA20_POLY1305: the ciphertext followed by its 16-byte tag.
+// AeadOpen fails (InvalidArgument) on a wrong key, nonce, associated data or a
+// modified ciphertext.
+using AeadNonce = std::array<uint8_t, 12>;
+std::vector<uint8_t> AeadSeal(const Seed& key, const AeadNonce& nonce,
+                              absl::Span<const uint8_t> associated_data,
+                              absl::Span<const uint8_t> plaintext);
+absl::StatusOr<std::vector<uint8_t>> AeadOpen(const Seed& key, const AeadNonce& nonce,
+                                              absl::Span<const uint8_t> associated_data,
+                                              absl::Span<const uint8_t> ciphertext);
+
+// AeadSeal / AeadOpen with no associated data and the 96-bit nonce `nonce`
+// little-endian, then four zero bytes.
 std::vector<uint8_t> Seal(const Seed& key, uint64_t nonce, absl::Span<const uint8_t> plaintext);
 absl::StatusOr<std::vector<uint8_t>> Open(const Seed& key, uint64_t nonce,
                                           absl::Span<const uint8_t> ciphertext);
