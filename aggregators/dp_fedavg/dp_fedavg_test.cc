@@ -472,7 +472,14 @@ TEST(DpFedAvgTest, LocalModeNoisesOnTheClientAndNotAgainOnTheServer) {
   fl::ClientUpdate update = Update(State(3, 4, 0, 40000), 1, 0);
   ASSERT_TRUE((*hook)->AfterTraining(hook_context, update).ok());
   EXPECT_NEAR(StdDev(update.delta.tensor(0)), 0.5, 0.01);
-  EXPECT_NEAR(update.delta.tensor(0)[0].item<double>() - 0.6, 0.0, 4 * 0.5);
+  // The clip, whatever the noise: the same draw on the update already at C, (0.6,
+  // 0.8), gives the same words; unclipped, the first two would be off by (2.4, 3.2).
+  auto within_hook = fl::Registry<fl::ClientHook>::Global().Create("dp_clip", any);
+  ASSERT_TRUE(within_hook.ok());
+  fl::ClientUpdate within = Update(State(0.6f, 0.8f, 0, 40000), 1, 0);
+  ASSERT_TRUE((*within_hook)->AfterTraining(hook_context, within).ok());
+  EXPECT_TRUE(update.delta.tensor(0).allclose(within.delta.tensor(0), 0, 1e-6))
+      << (update.delta.tensor(0) - within.delta.tensor(0)).abs().max();
 
   // The server: sums as they come, divided by m; no noise of its own.
   DpFedAvgOptions options = Fixed(1.0, 2.0);
