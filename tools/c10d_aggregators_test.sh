@@ -14,6 +14,12 @@ launch="$PWD/tools/launch"
 runner="$PWD/tools/run_experiment"
 model_diff="$PWD/tools/model_diff"
 export FEDKIT_RUN_EXPERIMENT="$runner"
+# MKL's own kernels (PyPI's LibTorch 2.x links MKL) turn FedAdagrad's in-process
+# run, and only it, 1.4e-3 away from the all-reduced run and from every
+# OpenBLAS run by round 3 (4.5e-4 at round 2; round 1 agrees to 4e-8). The cause
+# is not pinned down; MKL's strict mode gives every run within 4e-8 again, and
+# this test measures the merge, not MKL. OpenBLAS (Debian) ignores the variable.
+export MKL_CBWR=COMPATIBLE
 tmp="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
 fail() { echo "FAIL $*"; failures=$((failures + 1)); }
