@@ -70,6 +70,12 @@ struct ServerContext {
   int expected_cohort_size = 0;
   bool poisson_sampling = false;
   int planned_rounds = 0;
+  // False when cohorts are not such uniform draws: a client trace's online
+  // windows decide who can be drawn, so some clients take part far more often
+  // than the sampling rate says.
+  bool uniform_cohorts = true;
+  // Asynchronous mode: no cohorts; each client reports as often as it is fast.
+  bool asynchronous = false;
   // The test-split accuracy of a model, lent for diagnostics that trace a method's
   // own iterations (MA-Echo's); never for choosing a model. Empty when the server
   // has none.

@@ -703,6 +703,9 @@ ServerContext ServerContextFor(const Experiment& experiment, const Examples& pro
       spec.server().one_shot() ? context.num_clients : spec.server().clients_per_round();
   context.poisson_sampling = spec.server().cohort_sampling() == fedkit::ServerSpec::POISSON;
   context.planned_rounds = spec.server().rounds();
+  context.asynchronous = spec.server().has_async();
+  context.uniform_cohorts =
+      !context.asynchronous && spec.client().system().trace_path().empty();
   return context;
 }
 

@@ -30,6 +30,9 @@
 //   - server.cohort_sampling POISSON: q = m / N, add/remove-one-client DP;
 //   - FIXED_SIZE (the default): q = m / N without replacement, replace-one-client
 //     DP, whose sensitivity is 2C: the accountant is given z / 2.
+//   - cohorts that are not uniform draws (a client trace: whoever is online is
+//     drawn): no amplification, a plain Gaussian per round with z / 2;
+//     asynchronous mode is refused (no rate or per-step sensitivity holds).
 // metrics.csv gets epsilon (at `delta`, the run so far), dp_clip_norm,
 // dp_noise_multiplier, with adaptive clipping dp_within_bound (the realised
 // fraction, for the reader; the method uses only the noised one), and dp_server_clipped (updates the server had
@@ -39,7 +42,8 @@
 // update and the server adds nothing (sums of squared norms are refused: they would
 // leave the client unnoised). epsilon is then the local guarantee of the client
 // that has taken part most often: one Gaussian of sensitivity 2C per round it took
-// part in, no amplification by sampling.
+// part in, no amplification by sampling. Participations are a partial sum, so secure
+// aggregation and other ranks' clients are counted.
 //
 // Buffers (BatchNorm's running statistics) stay at the initial model's values: their
 // average over clients would be neither clipped nor noised. Not covered: a round
@@ -101,6 +105,9 @@ constexpr char kWithinBound[] = "dp_clip/within_bound";
 constexpr char kWithinSum[] = "within_bound";
 constexpr char kAcceptedSum[] = "accepted";
 constexpr char kServerClippedSum[] = "server_clipped";
+// LOCAL: who took part this round, one count per client of the federation. A
+// partial sum, so that secure aggregation and other ranks' clients are counted.
+constexpr char kParticipationSum[] = "participations";
 constexpr char kClipNormState[] = "dp_fedavg/clip_norm";
 constexpr char kRdpState[] = "dp_fedavg/rdp";
 constexpr char kParticipationState[] = "dp_fedavg/participations";
@@ -175,6 +182,12 @@ struct Calibration {
   double delta = 0.0;
   double sampling_rate = 0.0;
   Sampling sampling = Sampling::kFixedSize;
+  // Central mode composes one subsampled Gaussian per round at this rate and
+  // sampling: the cohorts' own, or rate 1 (no amplification by sampling) when
+  // the cohorts are not uniform draws.
+  bool amplified = true;
+  double accounted_rate = 0.0;
+  Sampling accounted_sampling = Sampling::kFixedSize;
   double expected_cohort = 1.0;
   double noise_multiplier = 0.0;  // z, the round's total
   double data_multiplier = 0.0;   // z_d, each data sum's
@@ -229,6 +242,7 @@ class DpFedAvg : public fl::Aggregator {
     within_ = 0.0;
     accepted_ = 0;
     server_clipped_ = 0;
+    if (config_.local) round_participations_ = at::zeros({context.num_clients}, at::kLong);
     FL_ASSIGN_OR_RETURN(fl::RoundPlan plan, base_->Configure(global, context));
     DpClipHookOptions hook;
     hook.set_clip_norm(clip_norm_);
@@ -264,8 +278,13 @@ class DpFedAvg : public fl::Aggregator {
     within_ += within;
     ++accepted_;
     server_clipped_ += clipped ? 1 : 0;
-    if (config_.local && client >= 0 && client < participations_.numel()) {
-      participations_[client] += 1;
+    if (config_.local) {
+      if (client < 0 || client >= round_participations_.numel()) {
+        return absl::InvalidArgumentError(absl::StrCat("dp_fedavg: client id ", client,
+                                                       " is outside the federation of ",
+                                                       round_participations_.numel()));
+      }
+      round_participations_[client] += 1;
     }
     return absl::OkStatus();
   }
@@ -294,6 +313,7 @@ class DpFedAvg : public fl::Aggregator {
       context.diagnostics["dp_within_bound"] = accepted_ > 0 ? within_ / accepted_ : 0.0;
       UpdateClipNorm(c, generator);
     }
+    if (config_.local) participations_ += round_participations_;
     FL_ASSIGN_OR_RETURN(const double epsilon, SpendRound(c));
     context.diagnostics["epsilon"] = epsilon;
     context.summary["privacy"] = PrivacySummary(c, epsilon, context.round);
@@ -308,6 +328,7 @@ class DpFedAvg : public fl::Aggregator {
     sums[kWithinSum] = ScalarSum(within_);
     sums[kAcceptedSum] = CountSum(accepted_);
     sums[kServerClippedSum] = CountSum(server_clipped_);
+    if (config_.local) sums[kParticipationSum] = round_participations_.clone();
     return sums;
   }
 
@@ -317,6 +338,7 @@ class DpFedAvg : public fl::Aggregator {
     within_ = sums.at(kWithinSum).item<double>();
     accepted_ = static_cast<int>(sums.at(kAcceptedSum).item<int64_t>());
     server_clipped_ = static_cast<int>(sums.at(kServerClippedSum).item<int64_t>());
+    if (config_.local) round_participations_ = sums.at(kParticipationSum).to(at::kLong).clone();
     return absl::OkStatus();
   }
 
@@ -398,16 +420,29 @@ class DpFedAvg : public fl::Aggregator {
     c.expected_cohort = context.expected_cohort_size;
     c.sampling_rate = std::min(1.0, c.expected_cohort / n);
     c.sampling = context.poisson_sampling ? Sampling::kPoisson : Sampling::kFixedSize;
-    if (config_.pld && !config_.local && c.sampling != Sampling::kPoisson) {
+    if (!config_.local && context.asynchronous) {
+      return absl::FailedPreconditionError(
+          "dp_fedavg: server.async: asynchronous mode has no uniformly drawn cohorts (a fast "
+          "client reports far more often than a slow one, and may land in one step twice), "
+          "which central mode's accounting assumes; use options.mode LOCAL, whose epsilon "
+          "counts each client's own participations");
+    }
+    // A client trace's online windows make some clients far likelier to be drawn:
+    // no amplification by sampling, and replace-one (the drawn set among those
+    // online is of fixed size).
+    c.amplified = config_.local || context.uniform_cohorts;
+    c.accounted_rate = c.amplified ? c.sampling_rate : 1.0;
+    c.accounted_sampling = c.amplified ? c.sampling : Sampling::kPoisson;
+    if (config_.pld && !config_.local && c.amplified && c.sampling != Sampling::kPoisson) {
       return absl::FailedPreconditionError(
           "dp_fedavg: options.accountant: PLD covers Poisson cohorts (add/remove-one); set "
           "server.cohort_sampling: POISSON, or account fixed-size cohorts with RDP");
     }
     c.delta = config_.delta.value_or(std::pow(static_cast<double>(n), -1.1));
     // The local guarantee is per participation, without amplification by sampling.
-    const double accounted_rate = config_.local ? 1.0 : c.sampling_rate;
+    const double accounted_rate = config_.local ? 1.0 : c.accounted_rate;
     const double sensitivity_factor =
-        (config_.local || c.sampling == Sampling::kFixedSize) ? 2.0 : 1.0;
+        (config_.local || c.sampling == Sampling::kFixedSize || !c.amplified) ? 2.0 : 1.0;
     if (config_.noise_multiplier.has_value()) {
       c.noise_multiplier = *config_.noise_multiplier;
     } else {
@@ -418,7 +453,7 @@ class DpFedAvg : public fl::Aggregator {
               ? fl::privacy::SmallestNoiseMultiplierPld(config_.target_epsilon, accounted_rate,
                                                         steps, c.delta)
               : fl::privacy::SmallestNoiseMultiplier(config_.target_epsilon, accounted_rate,
-                                                     steps, c.delta, c.sampling);
+                                                     steps, c.delta, c.accounted_sampling);
       if (!found.ok()) {
         return absl::Status(found.status().code(),
                             absl::StrCat("dp_fedavg: options.target_epsilon: ",
@@ -509,7 +544,8 @@ class DpFedAvg : public fl::Aggregator {
           local.Compose(1.0, c.accounted_multiplier, MostParticipations(), Sampling::kPoisson));
       *rdp_ = local;
     } else {
-      FL_RETURN_IF_ERROR(rdp_->Compose(c.sampling_rate, c.accounted_multiplier, 1, c.sampling));
+      FL_RETURN_IF_ERROR(
+          rdp_->Compose(c.accounted_rate, c.accounted_multiplier, 1, c.accounted_sampling));
     }
     FL_ASSIGN_OR_RETURN(fl::privacy::EpsilonAndOrder spent, rdp_->Epsilon(c.delta));
     return spent.epsilon;
@@ -531,9 +567,9 @@ class DpFedAvg : public fl::Aggregator {
     if (!pld_.has_value()) {  // first round, or the first after a restore
       pld_.emplace();
       FL_RETURN_IF_ERROR(
-          pld_->Compose(c.sampling_rate, c.accounted_multiplier, pld_steps_, Sampling::kPoisson));
+          pld_->Compose(c.accounted_rate, c.accounted_multiplier, pld_steps_, Sampling::kPoisson));
     }
-    FL_RETURN_IF_ERROR(pld_->Compose(c.sampling_rate, c.accounted_multiplier, 1, Sampling::kPoisson));
+    FL_RETURN_IF_ERROR(pld_->Compose(c.accounted_rate, c.accounted_multiplier, 1, Sampling::kPoisson));
     ++pld_steps_;
     return pld_->Epsilon(c.delta);
   }
@@ -545,13 +581,16 @@ class DpFedAvg : public fl::Aggregator {
     };
     const std::string guarantee =
         config_.local ? "local: one client's update, per participation"
+        : !c.amplified ? "replace one client's data, no amplification by sampling (cohorts "
+                         "drawn among the clients online)"
         : c.sampling == Sampling::kPoisson ? "add/remove one client"
                                            : "replace one client's data (N public)";
     return absl::StrCat(
         "{\"epsilon\": ", number(epsilon), ", \"delta\": ", number(c.delta),
         ", \"noise_multiplier\": ", number(c.noise_multiplier),
         ", \"sampling_rate\": ", number(c.sampling_rate), ", \"sampling\": \"",
-        fl::privacy::SamplingName(c.sampling), "\", \"rounds\": ", rounds,
+        fl::privacy::SamplingName(c.sampling), "\", \"amplified_by_sampling\": ",
+        c.amplified && !config_.local ? "true" : "false", ", \"rounds\": ", rounds,
         ", \"mode\": \"", config_.local ? "local" : "central", "\", \"guarantee\": \"",
         guarantee, "\", ",
         config_.pld ? absl::StrCat("\"accountant\": \"pld\", \"grid\": ",
@@ -585,6 +624,7 @@ class DpFedAvg : public fl::Aggregator {
   std::optional<fl::privacy::PldAccountant> pld_;
   int64_t pld_steps_ = 0;  // PLD steps composed (central mode)
   at::Tensor participations_;  // LOCAL: rounds each client took part in
+  at::Tensor round_participations_;  // LOCAL: this round's, a partial sum
   // Per round.
   double within_ = 0.0;
   int accepted_ = 0;

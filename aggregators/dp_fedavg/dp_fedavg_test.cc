@@ -1,4 +1,5 @@
 #include <cmath>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -501,6 +502,78 @@ TEST(DpFedAvgTest, LocalModeNoisesOnTheClientAndNotAgainOnTheServer) {
   fl::privacy::RdpAccountant local;
   ASSERT_TRUE(local.Compose(1.0, 1.0, 1, Sampling::kPoisson).ok());
   EXPECT_DOUBLE_EQ(context.diagnostics.at("epsilon"), local.Epsilon(std::pow(10.0, -1.1))->epsilon);
+}
+
+TEST(DpFedAvgTest, LocalModeCountsParticipationsThatArriveAsPartialSums) {
+  // Secure aggregation and a distributed run hand the server its cohort's sums
+  // (MergePartialSums), never one update: each client accumulates into its own
+  // instance, as SecureAggregationRound::Contribute has it do.
+  DpFedAvgOptions options = Fixed(1.0, 2.0);
+  options.set_mode(DpFedAvgOptions::LOCAL);
+  auto server = DpFedAvg(options);
+  fl::ServerContext context = Context(2);
+  for (int round = 1; round <= 2; ++round) {
+    ASSERT_TRUE(server->Configure(State(0, 0), context).ok());
+    std::map<std::string, at::Tensor> total;
+    for (int64_t client : {3, 5}) {
+      if (round == 2 && client == 5) continue;  // client 3 twice, client 5 once
+      auto client_side = DpFedAvg(options);
+      ASSERT_TRUE(client_side->Configure(State(0, 0), context).ok());
+      ASSERT_TRUE(client_side->Accumulate(Update(State(0.3f, 0.4f), 1, client), context).ok());
+      const auto sums = client_side->PartialSums();
+      ASSERT_TRUE(sums.has_value());
+      for (const auto& [name, sum] : *sums) {
+        total[name] = total.count(name) > 0 ? total[name] + sum : sum.clone();
+      }
+    }
+    ASSERT_TRUE(server->MergePartialSums(std::move(total)).ok());
+    ASSERT_TRUE(server->Finalize(State(0, 0), context).ok());
+    ++context.round;
+  }
+  // The most frequent participant took part twice: two Gaussians of sensitivity
+  // 2C and noise zC.
+  fl::privacy::RdpAccountant local;
+  ASSERT_TRUE(local.Compose(1.0, 1.0, 2, Sampling::kPoisson).ok());
+  EXPECT_DOUBLE_EQ(context.diagnostics.at("epsilon"), local.Epsilon(std::pow(10.0, -1.1))->epsilon);
+}
+
+TEST(DpFedAvgTest, CohortsDrawnAmongOnlineClientsGetNoAmplificationBySampling) {
+  // A client trace: whoever is online is drawn, so q = m / N would understate
+  // epsilon. Replace-one sensitivity 2C, every round a plain Gaussian.
+  for (const bool pld : {false, true}) {
+    DpFedAvgOptions options = Fixed(1.0, 2.0);
+    if (pld) options.set_accountant(DpFedAvgOptions::PLD);
+    auto aggregator = DpFedAvg(options);
+    fl::ServerContext context = Context(2, /*poisson=*/false);
+    context.uniform_cohorts = false;
+    std::vector<fl::ClientUpdate> updates;
+    updates.push_back(Update(State(0.3f, 0.4f), 1, 0));
+    ASSERT_TRUE(Round(*aggregator, State(0, 0), std::move(updates), context).ok());
+    double expected = 0;
+    if (pld) {
+      fl::privacy::PldAccountant plain;
+      ASSERT_TRUE(plain.Compose(1.0, 1.0, 1, Sampling::kPoisson).ok());
+      expected = *plain.Epsilon(std::pow(10.0, -1.1));
+    } else {
+      fl::privacy::RdpAccountant plain;
+      ASSERT_TRUE(plain.Compose(1.0, 1.0, 1, Sampling::kPoisson).ok());
+      expected = plain.Epsilon(std::pow(10.0, -1.1))->epsilon;
+    }
+    EXPECT_DOUBLE_EQ(context.diagnostics.at("epsilon"), expected) << (pld ? "pld" : "rdp");
+    EXPECT_THAT(context.summary.at("privacy"), HasSubstr("\"amplified_by_sampling\": false"));
+  }
+}
+
+TEST(DpFedAvgTest, CentralModeRefusesAsynchronousModeNamingTheField) {
+  fl::ServerContext context = Context(2, /*poisson=*/false);
+  context.asynchronous = true;
+  auto central = DpFedAvg(Fixed(1.0, 2.0));
+  const auto plan = central->Configure(State(0, 0), context);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(plan.status().message(), AllOf(HasSubstr("server.async"), HasSubstr("LOCAL")));
+  DpFedAvgOptions options = Fixed(1.0, 2.0);
+  options.set_mode(DpFedAvgOptions::LOCAL);
+  EXPECT_TRUE(DpFedAvg(options)->Configure(State(0, 0), context).ok());
 }
 
 TEST(DpFedAvgTest, TheHookClipsAndReportsWhetherTheUpdateWasWithinTheBound) {

@@ -12,7 +12,6 @@ namespace fl::secagg {
 namespace {
 
 constexpr char kShareInfo[] = "fedkit secagg share";
-constexpr char kMaskInfo[] = "fedkit secagg mask";
 constexpr size_t kSecretBytes = 32;
 
 void PutUint64(uint64_t value, std::vector<uint8_t>& out) {
@@ -124,7 +123,7 @@ absl::StatusOr<std::vector<uint32_t>> SecAggClient::MaskedInput(
     for (uint64_t c = 0; c < chunks; ++c) held.self_mask.y.push_back(GetUint64(plain, at));
     held_[owner] = std::move(held);
     if (owner == id_) continue;
-    FL_ASSIGN_OR_RETURN(Seed pairwise, AgreedKey(masking_.private_key, keys->second.masking, kMaskInfo));
+    FL_ASSIGN_OR_RETURN(Seed pairwise, AgreedKey(masking_.private_key, keys->second.masking, kPairwiseMaskInfo));
     ApplyMask(pairwise, id_ < owner ? +1 : -1, masked);
   }
   ApplyMask(self_mask_seed_, +1, masked);
@@ -277,7 +276,7 @@ absl::StatusOr<std::vector<uint32_t>> SecAggServer::Sum() {
     FL_ASSIGN_OR_RETURN(Seed mask_key, rebuild(v));
     for (int64_t u : graph_.at(v)) {
       if (!masked_.count(u)) continue;
-      FL_ASSIGN_OR_RETURN(Seed pairwise, AgreedKey(mask_key, keys_.at(u).masking, kMaskInfo));
+      FL_ASSIGN_OR_RETURN(Seed pairwise, AgreedKey(mask_key, keys_.at(u).masking, kPairwiseMaskInfo));
       // u added +PRG(s_uv) when u < v, -PRG(s_uv) otherwise: take it back.
       ApplyMask(pairwise, u < v ? -1 : +1, sum);
     }

@@ -40,6 +40,9 @@
 
 namespace fl::secagg {
 
+// HKDF's info for the pairwise mask seeds s_uv.
+inline constexpr char kPairwiseMaskInfo[] = "fedkit secagg mask";
+
 struct SecAggParams {
   // Shares needed to rebuild a secret, and the fewest survivors of a round. >= 2;
   // at most the neighbourhood size (neighbours + 1).

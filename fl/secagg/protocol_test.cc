@@ -1,10 +1,16 @@
 #include "fl/secagg/protocol.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <map>
+#include <memory>
 #include <set>
 #include <vector>
 
+#include "fl/secagg/crypto.h"
+#include "fl/secagg/prg.h"
+#include "fl/secagg/shamir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -64,6 +70,95 @@ TEST(SecAggTest, AMaskedInputRevealsNothingOfItsOwn) {
   int same = 0;
   for (size_t i = 0; i < y->size(); ++i) same += (*y)[i] == inputs.at(first)[i];
   EXPECT_EQ(same, 0);
+}
+
+// What the server holds after a round in which `dropped` stopped after sharing:
+// each survivor's masked input with every mask the server can rebuild taken off
+// (its self-mask, and its pairwise masks with the dropped clients, whose mask
+// keys are revealed), and the survivors' sum.
+struct ServerView {
+  std::map<int64_t, std::vector<uint32_t>> stripped;
+  std::vector<uint32_t> sum;
+};
+
+ServerView Eavesdrop(const std::map<int64_t, std::vector<uint32_t>>& inputs, int threshold,
+                     const std::set<int64_t>& dropped) {
+  ServerView view;
+  SecAggServer server({threshold, 0}, 3);
+  std::map<int64_t, std::unique_ptr<SecAggClient>> clients;
+  std::map<int64_t, PublicKeys> keys;
+  for (const auto& [id, x] : inputs) {
+    clients[id] = std::make_unique<SecAggClient>(id, SeedFrom(3, id));
+    keys[id] = clients[id]->AdvertiseKeys();
+  }
+  EXPECT_TRUE(server.CollectKeys(keys).ok());
+  for (auto& [id, client] : clients) {
+    auto messages = client->ShareKeys(server.keys(), server.Neighbours(id), threshold);
+    EXPECT_TRUE(messages.ok()) << messages.status();
+    EXPECT_TRUE(server.CollectShares(id, *std::move(messages)).ok());
+  }
+  for (auto& [id, client] : clients) {
+    if (dropped.count(id)) continue;
+    auto y = client->MaskedInput(inputs.at(id), server.Inbox(id));
+    EXPECT_TRUE(y.ok()) << y.status();
+    view.stripped[id] = *y;
+    EXPECT_TRUE(server.CollectMaskedInput(id, *std::move(y)).ok());
+  }
+  std::map<int64_t, std::vector<ShamirShare>> revealed;
+  for (auto& [id, client] : clients) {
+    if (dropped.count(id)) continue;
+    auto shares = client->Unmask(server.Survivors());
+    EXPECT_TRUE(shares.ok()) << shares.status();
+    for (const auto& [owner, share] : *shares) revealed[owner].push_back(share);
+    EXPECT_TRUE(server.CollectUnmaskShares(id, *std::move(shares)).ok());
+  }
+  auto secret = [&](int64_t owner) {
+    auto bytes = ShamirReconstruct(revealed.at(owner), threshold, sizeof(Seed));
+    EXPECT_TRUE(bytes.ok()) << bytes.status();
+    Seed seed{};
+    std::copy(bytes->begin(), bytes->end(), seed.begin());
+    return seed;
+  };
+  auto subtract = [](const Seed& seed, int sign, std::vector<uint32_t>& y) {
+    const std::vector<uint32_t> mask = Prg(seed).Words(y.size());
+    for (size_t i = 0; i < y.size(); ++i) y[i] -= sign * mask[i];
+  };
+  for (auto& [u, y] : view.stripped) {
+    subtract(secret(u), +1, y);
+    for (int64_t v : dropped) {
+      auto pairwise = AgreedKey(secret(v), keys.at(u).masking, kPairwiseMaskInfo);
+      EXPECT_TRUE(pairwise.ok());
+      subtract(*pairwise, u < v ? +1 : -1, y);
+    }
+  }
+  auto sum = server.Sum();
+  EXPECT_TRUE(sum.ok()) << sum.status();
+  if (sum.ok()) view.sum = *sum;
+  return view;
+}
+
+TEST(SecAggTest, TheServerLearnsNoSingleInputEvenWithEveryMaskItCanRebuild) {
+  // The server rebuilds every survivor's self-mask (and a dropped client's mask
+  // key); only the pairwise masks between survivors stand between it and each
+  // input. Without them, each stripped vector would be that client's input.
+  const auto inputs = Inputs(5, 1000);
+  const int64_t dropped_id = std::next(inputs.begin(), 2)->first;
+  for (const std::set<int64_t>& dropped : {std::set<int64_t>{}, std::set<int64_t>{dropped_id}}) {
+    const ServerView view = Eavesdrop(inputs, /*threshold=*/3, dropped);
+    ASSERT_EQ(view.stripped.size(), inputs.size() - dropped.size());
+    // The stripping is exact: together the stripped vectors are the true sum.
+    std::vector<uint32_t> total(1000, 0);
+    for (const auto& [u, y] : view.stripped) {
+      for (size_t i = 0; i < y.size(); ++i) total[i] += y[i];
+    }
+    EXPECT_EQ(total, PlainSum(inputs, dropped)) << dropped.size() << " dropped";
+    EXPECT_EQ(view.sum, PlainSum(inputs, dropped));
+    for (const auto& [u, y] : view.stripped) {
+      int same = 0;
+      for (size_t i = 0; i < y.size(); ++i) same += y[i] == inputs.at(u)[i];
+      EXPECT_EQ(same, 0) << "client " << u << ", " << dropped.size() << " dropped";
+    }
+  }
 }
 
 TEST(SecAggTest, ADroppedClientsMasksAreRecovered) {
