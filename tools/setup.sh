@@ -104,12 +104,15 @@ fi
 # Test oracles from PyPI, never a dependency of the build: TensorBoard, whose
 # reader checks fedkit's event files (tools/tensorboard_test.sh), in a virtual
 # environment at $FEDKIT_ORACLE_VENV, else ~/.cache/fedkit/oracle-venv. Without
-# PyPI that test says SKIPPED, so a failure here is a warning.
+# PyPI that test says SKIPPED, so a failure here is a warning (an error under
+# CI=true, where tools/test.sh fails any skipped check).
 oracle_venv=$(realpath -m "${FEDKIT_ORACLE_VENV:-$HOME/.cache/fedkit/oracle-venv}")
 if ! "$oracle_venv/bin/python" -c "import tensorboard" >/dev/null 2>&1; then
   echo "setup: installing TensorBoard (a test oracle) from PyPI into $oracle_venv"
   if ! { /usr/bin/python3 -m venv "$oracle_venv" &&
          "$oracle_venv/bin/pip" install --quiet --disable-pip-version-check tensorboard==2.21.0; }; then
     echo "setup: warning: could not install TensorBoard into $oracle_venv; tools/tensorboard_test.sh will be skipped" >&2
+    # CI must run every check: there the missing oracle is an error.
+    [[ "${CI:-}" != "true" ]] || exit 1
   fi
 fi

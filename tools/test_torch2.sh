@@ -19,6 +19,8 @@ if [[ "${1:-}" == "--output_base" ]]; then
   exit 0
 fi
 tools/setup_torch2.sh || exit 1
+# The test oracles tools/setup.sh installs (tools/test.sh exports the same).
+export FEDKIT_ORACLE_VENV=$(realpath -m "${FEDKIT_ORACLE_VENV:-$HOME/.cache/fedkit/oracle-venv}")
 tbazel() { bazel --output_base="$base" "$@"; }
 # The top-level folders by name, not //...: that would also walk the Debian build's
 # bazel-* links, which this output base does not know as its own.

@@ -7,9 +7,11 @@
 
 #include <pybind11/embed.h>
 
+#include <cstdio>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "fl/python/python_plugins.h"
 #include "gtest/gtest.h"
 
@@ -42,7 +44,28 @@ int main(int argc, char** argv) {
   // so the Python plugins are in by then. Only their tests run here.
   GTEST_FLAG_SET(filter, "*/python_*");
   ::testing::InitGoogleTest(&argc, argv);
-  // Let go of the GIL: the plugins take it for each call, from whichever thread.
-  py::gil_scoped_release release;
-  return RUN_ALL_TESTS();
+  int code = 0;
+  {
+    // Let go of the GIL: the plugins take it for each call, from whichever thread.
+    py::gil_scoped_release release;
+    code = RUN_ALL_TESTS();
+  }
+  // A filter that matched nothing would pass with zero tests: each plugin must
+  // have run through its suite.
+  for (const char* plugin : {"python_fedavg", "python_prox"}) {
+    int ran = 0;
+    const testing::UnitTest& unit = *testing::UnitTest::GetInstance();
+    for (int i = 0; i < unit.total_test_suite_count(); ++i) {
+      const testing::TestSuite& suite = *unit.GetTestSuite(i);
+      for (int j = 0; j < suite.total_test_count(); ++j) {
+        const testing::TestInfo& test = *suite.GetTestInfo(j);
+        if (test.should_run() && absl::StrContains(test.name(), plugin)) ++ran;
+      }
+    }
+    if (ran == 0) {
+      std::fprintf(stderr, "no conformance test ran for %s\n", plugin);
+      code = 1;
+    }
+  }
+  return code;
 }
