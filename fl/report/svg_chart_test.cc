@@ -98,6 +98,35 @@ TEST(LineChartTest, OnePathPerSeriesWithItsNameColourAndPoints) {
   EXPECT_THAT(svg, Not(HasSubstr("<script")));
 }
 
+TEST(LineChartTest, EachPointLandsOnTheTicksOfItsValues) {
+  // Counting points cannot catch an axis drawn upside down or a scale off by a
+  // tick: (2, 60) and (4, 70) must sit where the ticks labelled 2 and 60, 4 and
+  // 70 are.
+  const std::string svg = LineChart(Options(), {{"FedAvg", {1, 2, 3, 4}, {50, 60, 65, 70}}});
+  auto tick_y = [&](const std::string& label) {
+    return Group(svg, "<text x=\"[^\"]*\" y=\"([^\"]*)\" text-anchor=\"end\"[^>]*>" + label +
+                          "</text>");
+  };
+  auto tick_x = [&](const std::string& label) {
+    return Group(svg, "<text x=\"([^\"]*)\" y=\"[^\"]*\" text-anchor=\"middle\">" + label +
+                          "</text>");
+  };
+  const std::string path = Group(svg, "data-series=\"FedAvg\"[^>]*d=\"([^\"]*)\"");
+  std::vector<std::string> points;
+  const std::regex point("[ML]([-0-9.]+,[-0-9.]+)");
+  for (auto it = std::sregex_iterator(path.begin(), path.end(), point);
+       it != std::sregex_iterator(); ++it) {
+    points.push_back((*it)[1].str());
+  }
+  ASSERT_EQ(points.size(), 4u) << path;
+  ASSERT_FALSE(tick_y("60").empty()) << svg;
+  ASSERT_FALSE(tick_x("2").empty()) << svg;
+  EXPECT_EQ(points[1], tick_x("2") + "," + tick_y("60"));
+  EXPECT_EQ(points[3], tick_x("4") + "," + tick_y("70"));
+  // Larger values higher up: SVG's y grows downwards.
+  EXPECT_GT(std::stod(tick_y("60")), std::stod(tick_y("70")));
+}
+
 TEST(LineChartTest, ASeriesMayNameItsColour) {
   ChartSeries series{"only", {1, 2}, {1, 2}};
   series.color = 3;
