@@ -85,23 +85,33 @@ std::vector<Case> Cases() {
   const auto& aggregators = fl::Registry<fl::Aggregator>::Global();
   for (const std::string& base : aggregators.Names()) {
     if (base == "elastic") continue;  // cannot wrap itself (the conformance suite checks)
+    // dp_fedavg with its noise from the seed, as below.
+    const std::string base_options =
+        base == "dp_fedavg"
+            ? " options { [type.googleapis.com/fedkit.aggregators.DpFedAvgOptions] { "
+              "reproducible_noise: true } }"
+            : "";
     cases.push_back({"elastic_over_" + base,
-                     Aggregator("elastic", "ElasticOptions", "base { name: '" + base + "' }")});
+                     Aggregator("elastic", "ElasticOptions",
+                                "base { name: '" + base + "'" + base_options + " }")});
   }
   // Under differential privacy, every base that declares its sums' sensitivities,
-  // with adaptive clipping (the default) and with a fixed clip.
+  // with adaptive clipping (the default) and with a fixed clip. Noise from the
+  // seed: the suite compares runs, and noise from the OS differs by design.
   for (const std::string& base : aggregators.Names()) {
     auto created = aggregators.Create(base, google::protobuf::Any());
     if (!created.ok() || (*created)->properties().dp_sums.empty()) continue;
     cases.push_back({"dp_fedavg_over_" + base,
-                     Aggregator("dp_fedavg", "DpFedAvgOptions", "base { name: '" + base + "' }")});
+                     Aggregator("dp_fedavg", "DpFedAvgOptions",
+                                "reproducible_noise: true base { name: '" + base + "' }")});
     cases.push_back({"dp_fedavg_fixed_clip_over_" + base,
                      Aggregator("dp_fedavg", "DpFedAvgOptions",
-                                "clip_norm: 0.5 noise_multiplier: 0.5 base { name: '" + base +
-                                    "' }")});
+                                "reproducible_noise: true clip_norm: 0.5 noise_multiplier: 0.5 "
+                                "base { name: '" + base + "' }")});
   }
   cases.push_back({"dp_fedavg_local", Aggregator("dp_fedavg", "DpFedAvgOptions",
-                                                 "mode: LOCAL clip_norm: 0.5 noise_multiplier: 0.1")});
+                                                 "reproducible_noise: true mode: LOCAL "
+                                                 "clip_norm: 0.5 noise_multiplier: 0.1")});
   const auto& hooks = fl::Registry<fl::ClientHook>::Global();
   for (const std::string& hook : hooks.Names()) {
     auto created = hooks.Create(hook, google::protobuf::Any());

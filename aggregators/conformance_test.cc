@@ -172,13 +172,21 @@ class ConformanceTest : public ::testing::TestWithParam<std::string> {
     context_.planned_rounds = 4;
   }
 
-  // The parameter's aggregator: a registered name with default options, or a
+  // The parameter's aggregator: a registered name with default options (but
+  // dp_fedavg's noise from the seed: the suite compares runs, and noise from the
+  // operating system differs by design; dp_fedavg_test tests that noise), or a
   // configuration from Variants().
   std::unique_ptr<fl::Aggregator> Create() {
     auto variant = Variants().find(GetParam());
+    google::protobuf::Any defaults;
+    if (GetParam() == "dp_fedavg") {
+      fedkit::aggregators::DpFedAvgOptions reproducible;
+      reproducible.set_reproducible_noise(true);
+      defaults = Pack(reproducible);
+    }
     auto aggregator =
         variant == Variants().end()
-            ? fl::Registry<fl::Aggregator>::Global().Create(GetParam(), google::protobuf::Any())
+            ? fl::Registry<fl::Aggregator>::Global().Create(GetParam(), defaults)
             : fl::Registry<fl::Aggregator>::Global().Create(variant->second.first,
                                                             variant->second.second);
     EXPECT_TRUE(aggregator.ok()) << aggregator.status();
@@ -435,6 +443,11 @@ TEST_P(ConformanceTest, ComposesAsElasticsBase) {
   context_.round = 2;  // FedExP evaluates the two-iterate average from round 2
   ElasticOptions options;
   options.mutable_base()->set_name(GetParam());
+  if (GetParam() == "dp_fedavg") {  // noise from the seed, as in Create()
+    fedkit::aggregators::DpFedAvgOptions reproducible;
+    reproducible.set_reproducible_noise(true);
+    *options.mutable_base()->mutable_options() = Pack(reproducible);
+  }
   google::protobuf::Any any;
   any.PackFrom(options);
   auto elastic = fl::Registry<fl::Aggregator>::Global().Create("elastic", any);

@@ -159,6 +159,10 @@ struct AggregatorProperties {
   // conformance suite checks the claim against PartialSums. Wrappers pass their
   // base's on where their own sums follow it.
   bool sums_only = false;
+  // Draws its privacy noise from the spec's seed (a simulation's explicit choice,
+  // reproducible and recomputable by whoever holds the spec): a deployment
+  // refuses it.
+  bool noise_from_seed = false;
 };
 
 class Aggregator {

@@ -71,8 +71,11 @@ bit_for_bit() {  # REFERENCE NAME
 # momentum SGD on the 60-example proxy) amplifies the sums' last-bit differences
 # to 8e-5 in 3 rounds (1 epoch: 3e-8): the tolerance would measure the
 # fine-tuning, not the merge.
+# dp_fedavg's noise comes from the seed here, so that runs can be compared at all
+# (by default each run draws its own from the operating system).
 declare -A options=(
   [server_ft]='options { [type.googleapis.com/fedkit.aggregators.ServerFtOptions] { sgd { epochs: 1 } } }'
+  [dp_fedavg]='options { [type.googleapis.com/fedkit.aggregators.DpFedAvgOptions] { reproducible_noise: true } }'
 )
 # Configurations whose partial sums the defaults leave out (norm clipping sums
 # only with a fixed bound): case name, then the aggregator.

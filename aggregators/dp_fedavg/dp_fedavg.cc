@@ -71,7 +71,6 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
-#include <ATen/CPUGeneratorImpl.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -83,6 +82,7 @@
 #include "fl/aggregator.h"
 #include "fl/client_hook.h"
 #include "fl/errors.h"
+#include "fl/privacy/gaussian_noise.h"
 #include "fl/privacy/noise_search.h"
 #include "fl/privacy/pld_accountant.h"
 #include "fl/privacy/rdp_accountant.h"
@@ -116,11 +116,10 @@ constexpr char kParticipationState[] = "dp_fedavg/participations";
 constexpr char kPldStepsState[] = "dp_fedavg/pld_steps";
 constexpr uint64_t kNoiseStream = 0x44502d4e6f697365;  // "DP-Noise"
 
-// Gaussian noise shaped as `like`, from `generator` (on the CPU, then moved).
-at::Tensor GaussianLike(const at::Tensor& like, double stddev, at::Generator& generator) {
-  at::Tensor noise = at::empty(like.sizes(), at::TensorOptions(at::kCPU).dtype(like.scalar_type()));
-  noise.normal_(0.0, stddev, generator);
-  return noise.to(like.device());
+
+absl::StatusOr<fl::privacy::GaussianNoise> NoiseSource(bool reproducible, uint64_t seed) {
+  if (reproducible) return fl::privacy::GaussianNoise::Reproducible(seed);
+  return fl::privacy::GaussianNoise::Secure();
 }
 
 class DpClipHook : public fl::ClientHook {
@@ -140,10 +139,11 @@ class DpClipHook : public fl::ClientHook {
           {{"within", at::scalar_tensor(within ? 1.0 : 0.0, at::kDouble), false}});
     }
     if (options_.local_noise_stddev() > 0) {
-      at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(context.seed);
+      FL_ASSIGN_OR_RETURN(fl::privacy::GaussianNoise noise,
+                          NoiseSource(options_.reproducible_noise(), context.seed));
       at::NoGradGuard no_grad;
       for (fl::ModelState::Entry& e : update.delta.mutable_entries()) {
-        if (!e.is_buffer) e.tensor.add_(GaussianLike(e.tensor, options_.local_noise_stddev(), generator));
+        if (!e.is_buffer) e.tensor.add_(noise.Like(e.tensor, options_.local_noise_stddev()));
       }
     }
     return absl::OkStatus();
@@ -175,6 +175,7 @@ struct DpConfig {
   std::optional<AdaptiveClipping> adaptive;
   bool local = false;
   bool pld = false;  // else RDP
+  bool reproducible_noise = false;
 };
 
 // What the run's sampling and options fix, worked out in the first round.
@@ -215,6 +216,7 @@ class DpFedAvg : public fl::Aggregator {
     properties.single_client_identity = false;  // clipped and noised
     properties.dp_sums.clear();                 // already private: not to be wrapped again
     properties.client_hooks.insert(properties.client_hooks.begin(), kHookName);
+    properties.noise_from_seed = config_.reproducible_noise;
     return properties;
   }
 
@@ -248,6 +250,7 @@ class DpFedAvg : public fl::Aggregator {
     hook.set_clip_norm(clip_norm_);
     hook.set_report_within_bound(config_.adaptive.has_value());
     if (config_.local) hook.set_local_noise_stddev(calibration_->noise_multiplier * clip_norm_);
+    hook.set_reproducible_noise(config_.reproducible_noise);
     fl::HookRequest request;
     request.name = kHookName;
     request.options.PackFrom(hook);
@@ -292,15 +295,17 @@ class DpFedAvg : public fl::Aggregator {
   absl::StatusOr<fl::ModelState> Finalize(const fl::ModelState& global,
                                           fl::ServerContext& context) override {
     const Calibration& c = *calibration_;
-    at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(
-        fl::DeriveSeed(context.round_seed, fl::SeedStream::kServerRound, {kNoiseStream}));
+    FL_ASSIGN_OR_RETURN(
+        fl::privacy::GaussianNoise noise,
+        NoiseSource(config_.reproducible_noise,
+                    fl::DeriveSeed(context.round_seed, fl::SeedStream::kServerRound, {kNoiseStream})));
     std::optional<NamedSums> sums = base_->PartialSums();
     if (!sums.has_value()) {
       return absl::InternalError("dp_fedavg: the base declared DP sums but has no partial sums");
     }
     NamedSums released;
     for (const auto& [name, sum] : *sums) {
-      FL_ASSIGN_OR_RETURN(released[name], Release(name, sum, c, generator));
+      FL_ASSIGN_OR_RETURN(released[name], Release(name, sum, c, noise));
     }
     FL_RETURN_IF_ERROR(base_->MergePartialSums(std::move(released)));
     FL_ASSIGN_OR_RETURN(fl::ModelState next, base_->Finalize(global, context));
@@ -311,7 +316,7 @@ class DpFedAvg : public fl::Aggregator {
     context.diagnostics["dp_server_clipped"] = server_clipped_;
     if (config_.adaptive.has_value()) {
       context.diagnostics["dp_within_bound"] = accepted_ > 0 ? within_ / accepted_ : 0.0;
-      UpdateClipNorm(c, generator);
+      UpdateClipNorm(c, noise);
     }
     if (config_.local) participations_ += round_participations_;
     FL_ASSIGN_OR_RETURN(const double epsilon, SpendRound(c));
@@ -482,7 +487,8 @@ class DpFedAvg : public fl::Aggregator {
 
   // One of the base's sums as released: noised, replaced, or (LOCAL) as summed.
   absl::StatusOr<at::Tensor> Release(const std::string& name, const at::Tensor& sum,
-                                     const Calibration& c, at::Generator& generator) const {
+                                     const Calibration& c,
+                                     fl::privacy::GaussianNoise& noise) const {
     const fl::DpSum* declared = nullptr;
     for (const fl::DpSum& d : dp_sums_) {
       if (absl::StartsWith(name, d.prefix)) {
@@ -510,7 +516,7 @@ class DpFedAvg : public fl::Aggregator {
         }
         const double sensitivity =
             declared->role == fl::DpSum::Role::kUpdateSum ? clip_norm_ : clip_norm_ * clip_norm_;
-        return sum + GaussianLike(sum, c.data_multiplier * sensitivity, generator);
+        return sum + noise.Like(sum, c.data_multiplier * sensitivity);
       }
     }
     return absl::InternalError("dp_fedavg: unknown DP sum role");
@@ -523,11 +529,9 @@ class DpFedAvg : public fl::Aggregator {
     }
   }
 
-  void UpdateClipNorm(const Calibration& c, at::Generator& generator) {
-    const double noise =
-        c.count_stddev > 0 ? at::empty({}, at::kDouble).normal_(0.0, c.count_stddev, generator).item<double>()
-                           : 0.0;
-    const double within = (within_ - 0.5 * accepted_ + noise) / c.expected_cohort + 0.5;
+  void UpdateClipNorm(const Calibration& c, fl::privacy::GaussianNoise& noise) {
+    const double count_noise = c.count_stddev > 0 ? noise.Scalar(c.count_stddev) : 0.0;
+    const double within = (within_ - 0.5 * accepted_ + count_noise) / c.expected_cohort + 0.5;
     clip_norm_ *= std::exp(-config_.adaptive->learning_rate * (within - config_.adaptive->target_quantile));
     if (config_.adaptive->max_clip_norm.has_value()) {
       clip_norm_ = std::min(clip_norm_, *config_.adaptive->max_clip_norm);
@@ -592,7 +596,11 @@ class DpFedAvg : public fl::Aggregator {
         fl::privacy::SamplingName(c.sampling), "\", \"amplified_by_sampling\": ",
         c.amplified && !config_.local ? "true" : "false", ", \"rounds\": ", rounds,
         ", \"mode\": \"", config_.local ? "local" : "central", "\", \"guarantee\": \"",
-        guarantee, "\", ",
+        guarantee, "\", \"noise\": \"",
+        config_.reproducible_noise
+            ? "reproducible from the spec's seed: NOT private against whoever holds the spec"
+            : "secure (drawn from the operating system's randomness)",
+        "\", ",
         config_.pld ? absl::StrCat("\"accountant\": \"pld\", \"grid\": ",
                                    number(fl::privacy::PldOptions().value_discretization_interval),
                                    "}")
@@ -677,6 +685,7 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreateDpFedAvg(const DpFedAvgOpt
     errors.Add("options.accountant", absl::StrCat("must be RDP or PLD, got ", options.accountant()));
   }
   config.pld = options.accountant() == DpFedAvgOptions::PLD;
+  config.reproducible_noise = options.reproducible_noise();
   if (options.clipping_case() == DpFedAvgOptions::kClipNorm) {
     config.initial_clip_norm = options.clip_norm();
     if (!(config.initial_clip_norm > 0) || !std::isfinite(config.initial_clip_norm)) {

@@ -464,6 +464,7 @@ TEST(DpFedAvgTest, LocalModeNoisesOnTheClientAndNotAgainOnTheServer) {
   DpClipHookOptions hook_options;
   hook_options.set_clip_norm(1.0);
   hook_options.set_local_noise_stddev(0.5);
+  hook_options.set_reproducible_noise(true);  // the same draw twice, below
   google::protobuf::Any any;
   any.PackFrom(hook_options);
   auto hook = fl::Registry<fl::ClientHook>::Global().Create("dp_clip", any);
@@ -502,6 +503,78 @@ TEST(DpFedAvgTest, LocalModeNoisesOnTheClientAndNotAgainOnTheServer) {
   fl::privacy::RdpAccountant local;
   ASSERT_TRUE(local.Compose(1.0, 1.0, 1, Sampling::kPoisson).ok());
   EXPECT_DOUBLE_EQ(context.diagnostics.at("epsilon"), local.Epsilon(std::pow(10.0, -1.1))->epsilon);
+}
+
+// The released model minus the one released for another update, under the same
+// round seed: what a server that knows the seed can compute.
+at::Tensor ReleasedDifference(const DpFedAvgOptions& options) {
+  std::vector<at::Tensor> released;
+  for (const float w0 : {0.3f, 0.6f}) {
+    auto aggregator = DpFedAvg(options);
+    fl::ServerContext context = Context(2);
+    std::vector<fl::ClientUpdate> updates;
+    updates.push_back(Update(State(w0, 0.4f, 0, 1000), 1, 0));
+    auto next = Round(*aggregator, State(0, 0, 0, 1000), std::move(updates), context);
+    EXPECT_TRUE(next.ok()) << next.status();
+    released.push_back(next.ok() ? next->tensor(0) : at::zeros({1000}));
+  }
+  return released[0] - released[1];
+}
+
+TEST(DpFedAvgTest, OnlyNoiseFromTheSeedCancelsForWhoeverKnowsTheSeed) {
+  // Two rounds under one seed on updates that differ by (-0.3, 0, ...): with
+  // noise from the seed the releases differ by exactly that over m = 2, so the
+  // noise is gone for anyone who holds the spec; secure noise (sd zC / m each)
+  // stays in every coordinate.
+  DpFedAvgOptions options = Fixed(1.0, 2.0);
+  at::Tensor expected = at::zeros({1000});
+  expected[0] = -0.15f;
+  options.set_reproducible_noise(true);
+  EXPECT_TRUE(ReleasedDifference(options).allclose(expected, 0, 1e-5));
+  options.set_reproducible_noise(false);
+  const at::Tensor left = ReleasedDifference(options) - expected;
+  EXPECT_GT((left.abs() > 0.01).sum().item<int64_t>(), 990) << "noise cancelled";
+  EXPECT_NEAR(left.std().item<double>(), std::sqrt(2.0), 0.15);
+
+  // The same on the client, in LOCAL mode.
+  for (const bool reproducible : {true, false}) {
+    DpClipHookOptions hook_options;
+    hook_options.set_clip_norm(1.0);
+    hook_options.set_local_noise_stddev(0.5);
+    hook_options.set_reproducible_noise(reproducible);
+    google::protobuf::Any any;
+    any.PackFrom(hook_options);
+    fl::HookContext hook_context;
+    hook_context.seed = 3;
+    std::vector<at::Tensor> sent;
+    for (const float w0 : {0.3f, 0.6f}) {
+      auto hook = fl::Registry<fl::ClientHook>::Global().Create("dp_clip", any);
+      ASSERT_TRUE(hook.ok());
+      fl::ClientUpdate update = Update(State(w0, 0.4f, 0, 1000), 1, 0);
+      ASSERT_TRUE((*hook)->AfterTraining(hook_context, update).ok());
+      sent.push_back(update.delta.tensor(0));
+    }
+    at::Tensor exact = at::zeros({1000});
+    exact[0] = -0.3f;
+    const at::Tensor difference = sent[0] - sent[1];
+    EXPECT_EQ(difference.allclose(exact, 0, 1e-5), reproducible) << reproducible;
+  }
+}
+
+TEST(DpFedAvgTest, TheSummarySaysWhetherTheNoiseIsPrivate) {
+  for (const bool reproducible : {false, true}) {
+    DpFedAvgOptions options = Fixed(1.0, 2.0);
+    options.set_reproducible_noise(reproducible);
+    auto aggregator = DpFedAvg(options);
+    EXPECT_EQ(aggregator->properties().noise_from_seed, reproducible);
+    fl::ServerContext context = Context(2);
+    std::vector<fl::ClientUpdate> updates;
+    updates.push_back(Update(State(0.3f, 0.4f), 1, 0));
+    ASSERT_TRUE(Round(*aggregator, State(0, 0), std::move(updates), context).ok());
+    EXPECT_THAT(context.summary.at("privacy"),
+                HasSubstr(reproducible ? "NOT private against whoever holds the spec"
+                                       : "secure (drawn from the operating system's randomness)"));
+  }
 }
 
 TEST(DpFedAvgTest, LocalModeCountsParticipationsThatArriveAsPartialSums) {

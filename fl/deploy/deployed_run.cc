@@ -22,6 +22,12 @@ absl::StatusOr<DeployedRun> LoadDeployedRun(const std::string& path, absl::strin
         "server, so it would see every update");
   }
   FL_ASSIGN_OR_RETURN(run.experiment, BuildExperiment(run.spec));
+  if (run.experiment.aggregator->properties().noise_from_seed) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "aggregator \"", run.spec.aggregator().name(), "\" draws its privacy noise from the "
+        "spec's seed (options.reproducible_noise), which cannot be deployed: the server, which "
+        "holds the spec, could subtract that noise again"));
+  }
   return run;
 }
 

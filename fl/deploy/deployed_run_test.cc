@@ -77,6 +77,31 @@ TEST(LoadDeployedRunTest, RefusesSecureAggregationWithTheReason) {
               HasSubstr("server.secure_aggregation cannot be deployed: the masks are added by"));
 }
 
+TEST(LoadDeployedRunTest, RefusesNoiseTheServerCouldRecompute) {
+  const std::string path = absl::StrCat(TempDir("reproducible"), "/spec.textproto");
+  std::ofstream(path) << kFashionMnist << R"pb(
+    name: "dp" seed: 1 device: CPU
+    partition { name: "iid" num_clients: 4 }
+    model { name: "mlp" options { [type.googleapis.com/fedkit.models.MlpOptions] { hidden: [8] } } }
+    client { steps: 1 batch_size: 4 optimizer { kind: SGD lr: 0.1 } }
+    server { rounds: 1 clients_per_round: 2 }
+    simulation { workers: 1 threads_per_worker: 1 }
+  )pb";
+  auto dp = [](const std::string& more) {
+    return absl::StrCat(
+        "aggregator { name: \"dp_fedavg\" options { "
+        "[type.googleapis.com/fedkit.aggregators.DpFedAvgOptions] { clip_norm: 1 ",
+        more, " } } }");
+  };
+  absl::StatusOr<DeployedRun> secure = LoadDeployedRun(path, dp(""));
+  EXPECT_TRUE(secure.ok()) << secure.status();
+  absl::StatusOr<DeployedRun> run = LoadDeployedRun(path, dp("reproducible_noise: true"));
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(run.status().message(),
+              HasSubstr("aggregator \"dp_fedavg\" draws its privacy noise from the spec's seed "
+                        "(options.reproducible_noise), which cannot be deployed"));
+}
+
 TEST(ReadResumePointTest, NamesTheMissingCheckpointAndRefusesAsynchronousRuns) {
   const std::string dir = TempDir("no_checkpoint");
   absl::StatusOr<Checkpoint> missing = ReadResumePoint(dir, Spec(kFashionMnist), at::kCPU);
