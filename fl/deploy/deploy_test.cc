@@ -22,6 +22,7 @@
 #include "fl/wire.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
 #include "grpcpp/server_builder.h"
 #include "grpcpp/support/channel_arguments.h"
 #include "gtest/gtest.h"
@@ -157,16 +158,27 @@ class Deployment {
                    client_cert ? Testdata("client.key") : "", Testdata("ca.pem")};
     absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = ClientTls(files);
     CHECK(credentials.ok()) << credentials.status();
+    return ChannelWith(*credentials, max_message);
+  }
+
+  std::shared_ptr<grpc::Channel> ChannelWith(
+      const std::shared_ptr<grpc::ChannelCredentials>& credentials,
+      int64_t max_message = int64_t{4} << 20) {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(static_cast<int>(max_message));
-    return grpc::CreateCustomChannel(absl::StrCat("localhost:", port_), *credentials, args);
+    return grpc::CreateCustomChannel(absl::StrCat("localhost:", port_), credentials, args);
   }
 
   // Runs client `client`'s session on a thread; its result lands in `result`.
   void Start(std::unique_ptr<Client> client, ClientSessionOptions options,
              absl::StatusOr<std::string>* result, bool client_cert = false) {
-    sessions_.emplace_back([this, client = std::move(client), options, result, client_cert] {
-      *result = RunClientSession(Channel(client_cert), *client, Zero(), options);
+    StartOn(Channel(client_cert), std::move(client), options, result);
+  }
+
+  void StartOn(std::shared_ptr<grpc::Channel> channel, std::unique_ptr<Client> client,
+               ClientSessionOptions options, absl::StatusOr<std::string>* result) {
+    sessions_.emplace_back([channel, client = std::move(client), options, result] {
+      *result = RunClientSession(channel, *client, Zero(), options);
     });
   }
 
@@ -517,6 +529,49 @@ TEST(DeployTest, AClientWithoutACertificateIsRefusedUnderMutualTls) {
       deployment.coordinator().RunTask(0, 1, "task", absl::Seconds(1));
   EXPECT_EQ(answer.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(answer.status().message(), HasSubstr("client 0 is not connected"));
+}
+
+// A client that must not get in: the server asks it for a task and finds nobody
+// connected, and the client's session ends with an error.
+void ExpectRefused(Deployment& deployment, std::shared_ptr<grpc::Channel> channel) {
+  absl::StatusOr<std::string> result;
+  deployment.StartOn(std::move(channel), std::make_unique<StatefulClient>(0), SessionOptions(0),
+                     &result);
+  absl::StatusOr<std::string> answer =
+      deployment.coordinator().RunTask(0, 1, "task", absl::Seconds(1));
+  EXPECT_EQ(answer.status().code(), absl::StatusCode::kUnavailable) << answer.status();
+  EXPECT_THAT(answer.status().message(), HasSubstr("client 0 is not connected"));
+}
+
+TEST(DeployTest, AClientCertificateFromAnotherCaIsRefused) {
+  // Signed by a CA the server does not trust, otherwise a proper client
+  // certificate; the client trusts the server.
+  CoordinatorOptions options = Options(1);
+  options.connect_timeout = absl::Seconds(2);
+  Deployment deployment(options, /*mutual_tls=*/true);
+  auto credentials = ClientTls(
+      {Testdata("other_client.pem"), Testdata("other_client.key"), Testdata("ca.pem")});
+  ASSERT_TRUE(credentials.ok()) << credentials.status();
+  ExpectRefused(deployment, deployment.ChannelWith(*credentials));
+}
+
+TEST(DeployTest, AClientTrustingAnotherCaRefusesTheServer) {
+  // The server's certificate is from ca.pem; a client that trusts only the other
+  // CA must not talk to it (a man in the middle would look like this server).
+  CoordinatorOptions options = Options(1);
+  options.connect_timeout = absl::Seconds(2);
+  Deployment deployment(options, /*mutual_tls=*/true);
+  auto credentials = ClientTls(
+      {Testdata("client.pem"), Testdata("client.key"), Testdata("other_ca.pem")});
+  ASSERT_TRUE(credentials.ok()) << credentials.status();
+  ExpectRefused(deployment, deployment.ChannelWith(*credentials));
+}
+
+TEST(DeployTest, APlaintextClientIsRefused) {
+  CoordinatorOptions options = Options(1);
+  options.connect_timeout = absl::Seconds(2);
+  Deployment deployment(options);
+  ExpectRefused(deployment, deployment.ChannelWith(grpc::InsecureChannelCredentials()));
 }
 
 }  // namespace
