@@ -123,7 +123,6 @@ class C10dCollective : public Collective {
   int world_size() const override { return address_.world_size; }
 
   void SetStage(const std::string& stage) override {
-    stage_ = stage;
     absl::MutexLock lock(&heartbeat_->mutex);
     heartbeat_->stage = stage;
     ++heartbeat_->stage_changes;
@@ -333,13 +332,18 @@ class C10dCollective : public Collective {
   }
 
   absl::Status Failure(const std::string& what, const std::exception& e) {
+    std::string stage;
+    {
+      absl::MutexLock lock(&heartbeat_->mutex);
+      stage = heartbeat_->stage;
+    }
     const std::string headline =
-        absl::StrCat("rank ", rank(), " at ", stage_, ": ", what, " failed (", FirstLine(e.what()), "): ");
+        absl::StrCat("rank ", rank(), " at ", stage, ": ", what, " failed (", FirstLine(e.what()), "): ");
     if (!store_silent_) {
       auto diagnosis = std::make_shared<DiagnosisState>();
       // Detached, holding the store: a read the store never answers keeps the
       // thread, and with it the store, until the process ends.
-      std::thread(&C10dCollective::Diagnose, store_, address_, stage_, headline, diagnosis).detach();
+      std::thread(&C10dCollective::Diagnose, store_, address_, stage, headline, diagnosis).detach();
       if (diagnosis->done.WaitForNotificationWithTimeout(absl::FromChrono(kDiagnosisDeadline)) &&
           diagnosis->store_answered) {
         // Rank 0's exit takes the store along: a few heartbeats first, so the
@@ -355,7 +359,6 @@ class C10dCollective : public Collective {
   const ProcessGroupAddress address_;
   c10::intrusive_ptr<c10d::TCPStore> store_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
-  std::string stage_ = "start-up";
   int64_t payload_bytes_ = 0;
   // Set once the store missed a diagnosis's deadline or failed it; no later
   // failure asks it again, and it is never destroyed.
