@@ -143,8 +143,10 @@ TEST(DpFedAvgTest, NoiseOnTheSumHasStandardDeviationZTimesCOverTheCohort) {
     auto next = Round(*DpFedAvg(Fixed(clip, z)), global, std::move(updates), context);
     ASSERT_TRUE(next.ok()) << next.status();
     const double expected = z * clip / m;
+    // The noise is fresh each run: both bounds are about 6 standard errors of
+    // their estimate over 40002 coordinates.
     EXPECT_NEAR(StdDev(next->tensor(0)), expected, 0.02 * expected) << "z " << z;
-    EXPECT_NEAR(next->tensor(0).to(at::kDouble).mean().item<double>(), 0.0, 0.02 * expected);
+    EXPECT_NEAR(next->tensor(0).to(at::kDouble).mean().item<double>(), 0.0, 0.03 * expected);
   }
 }
 
@@ -533,8 +535,11 @@ TEST(DpFedAvgTest, OnlyNoiseFromTheSeedCancelsForWhoeverKnowsTheSeed) {
   EXPECT_TRUE(ReleasedDifference(options).allclose(expected, 0, 1e-5));
   options.set_reproducible_noise(false);
   const at::Tensor left = ReleasedDifference(options) - expected;
-  EXPECT_GT((left.abs() > 0.01).sum().item<int64_t>(), 990) << "noise cancelled";
-  EXPECT_NEAR(left.std().item<double>(), std::sqrt(2.0), 0.15);
+  // Each coordinate of secure noise is N(0, 2) here: it falls within 1e-4 of
+  // zero with probability 6e-5, so 11 of 1000 doing so has odds below 1e-30
+  // (a bound at 0.01 failed CI about once in 50 runs).
+  EXPECT_GT((left.abs() > 1e-4).sum().item<int64_t>(), 990) << "noise cancelled";
+  EXPECT_NEAR(left.std().item<double>(), std::sqrt(2.0), 0.2);  // 6 standard errors
 
   // The same on the client, in LOCAL mode.
   for (const bool reproducible : {true, false}) {
