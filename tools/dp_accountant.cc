@@ -18,7 +18,7 @@
 // --accountant=pld (Poisson sampling only) is tighter than RDP:
 //   bazel run //tools:dp_accountant -- --sampling_rate=0.0025 --noise_multiplier=1.3
 //       --steps=6000 --delta=1e-5 --accountant=pld
-//   epsilon 0.640110978328 (pld: removal 0.640110978328, addition ...)
+//   epsilon 0.640110926584 (pld: removal 0.640110926584, addition ...)
 //
 // Exit codes: 0 done, 1 the target epsilon cannot be met with a noise multiplier
 // up to 10000, 2 the command line is wrong (one line on stderr naming the flag).

@@ -16,6 +16,9 @@ namespace {
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // A one-step grid larger than this is refused: it would take gigabytes once composed.
 constexpr int64_t kMaxGridPoints = 4'000'000;
+// A composed window larger than this is refused: its transforms take about four
+// times its length in doubles (about 0.5 GB at this size).
+constexpr int64_t kMaxTransformPoints = int64_t{1} << 24;
 
 double NormalCdf(double t) { return 0.5 * std::erfc(-t / std::sqrt(2.0)); }
 double NormalSurvival(double t) { return 0.5 * std::erfc(t / std::sqrt(2.0)); }
@@ -156,14 +159,84 @@ DiscretePld Convolve(const DiscretePld& a, const DiscretePld& b, double tail) {
   return out;
 }
 
-DiscretePld SelfCompose(DiscretePld base, int64_t times, double tail) {
-  DiscretePld result;  // the identity
-  while (times > 0) {
-    if (times & 1) result = Convolve(result, base, tail);
-    times >>= 1;
-    if (times > 0) base = Convolve(base, base, tail);
+// ln sum_i e^(log_mass_i + order i): the finite mass's moment generating
+// function over its grid offsets i, from the masses' logarithms.
+double LogMomentGeneratingFunction(const std::vector<double>& log_mass, double order) {
+  double high = -kInfinity;
+  for (size_t i = 0; i < log_mass.size(); ++i) {
+    high = std::max(high, log_mass[i] + order * static_cast<double>(i));
   }
-  return result;
+  if (high == -kInfinity) return -kInfinity;
+  double sum = 0.0;
+  for (size_t i = 0; i < log_mass.size(); ++i) {
+    sum += std::exp(log_mass[i] + order * static_cast<double>(i) - high);
+  }
+  return high + std::log(sum);
+}
+
+// The offsets [lower, upper] (from `times` times the lowest) outside which the
+// sum of `times` draws from `mass` falls with probability at most tail / 2 on
+// each side, by Chernoff's bound P(S >= t) <= e^(-order t) M(order)^times over
+// orders on a geometric grid (dp_accounting's compute_self_convolve_bounds, on
+// more orders).
+std::pair<int64_t, int64_t> ChernoffWindow(const std::vector<double>& mass, int64_t times,
+                                           double tail) {
+  const auto n = static_cast<double>(mass.size());
+  int64_t lower = 0;
+  int64_t upper = static_cast<int64_t>(mass.size() - 1) * times;
+  if (tail <= 0) return {lower, upper};
+  const double log_two_over_tail = std::log(2 / tail);
+  std::vector<double> log_mass(mass.size());
+  for (size_t i = 0; i < mass.size(); ++i) log_mass[i] = std::log(mass[i]);  // -inf for 0
+  for (int j = -40; j <= 40; ++j) {  // orders 2^(j/4) / n: 2^-10 / n to 2^10 / n
+    const double magnitude = std::exp2(j / 4.0) / n;
+    for (const double order : {magnitude, -magnitude}) {
+      const double bound =
+          (static_cast<double>(times) * LogMomentGeneratingFunction(log_mass, order) +
+           log_two_over_tail) / order;
+      if (!std::isfinite(bound)) continue;
+      if (order > 0) upper = std::min(upper, static_cast<int64_t>(std::ceil(bound)));
+      if (order < 0) lower = std::max(lower, static_cast<int64_t>(std::floor(bound)));
+    }
+  }
+  return {lower, std::max(lower, upper)};
+}
+
+// `times` compositions of `base` at once: one transform of the masses folded
+// onto a window bounded by Chernoff, raised to the power `times`, transformed
+// back (as dp_accounting's self_convolve). Memory is the window's, not the
+// composed support's: mass outside it (at most tail in all) aliases into it,
+// and the upper tail's bound is added to +infinity, so delta(eps) only rises.
+absl::StatusOr<DiscretePld> SelfCompose(const DiscretePld& base, int64_t times, double tail,
+                                        double interval) {
+  if (times == 1) return base;
+  const auto [lower, upper] = ChernoffWindow(base.mass, times, tail);
+  const int64_t window = upper - lower + 1;
+  if (window > kMaxTransformPoints) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "steps: ", times, " steps spread the privacy loss over ", window,
+        " grid points at value_discretization_interval ", interval, " (at most ",
+        kMaxTransformPoints, "): raise the interval, or account this run by RDP"));
+  }
+  int64_t fft_size = 1;
+  while (fft_size < window) fft_size *= 2;
+  std::vector<double> folded(fft_size, 0.0);
+  for (size_t i = 0; i < base.mass.size(); ++i) folded[i % fft_size] += base.mass[i];
+  const auto options = at::TensorOptions().dtype(at::kDouble);
+  const at::Tensor spectrum = at::fft_rfft(at::from_blob(folded.data(), {fft_size}, options));
+  const at::Tensor composed = at::fft_irfft(at::pow(spectrum, times), fft_size).contiguous();
+  const double* values = composed.data_ptr<double>();
+
+  DiscretePld out;
+  out.lower_index = base.lower_index * times + lower;
+  out.mass.resize(window);
+  for (int64_t t = 0; t < window; ++t) {
+    out.mass[t] = std::max(values[(lower + t) % fft_size], 0.0);  // transform round-off
+  }
+  out.infinity_mass = -std::expm1(static_cast<double>(times) * std::log1p(-base.infinity_mass));
+  if (upper < static_cast<int64_t>(base.mass.size() - 1) * times) out.infinity_mass += tail / 2;
+  TruncateTails(tail, out);
+  return out;
 }
 
 }  // namespace
@@ -271,10 +344,12 @@ absl::Status PldAccountant::Compose(double sampling_rate, double noise_multiplie
                                        [&](double eps) { return step.RemovalDelta(eps); });
   DiscretePld addition = ConnectTheDots(addition_begin, addition_end, interval,
                                         [&](double eps) { return step.AdditionDelta(eps); });
-  TruncateTails(tail, removal);
-  TruncateTails(tail, addition);
-  remove_ = Convolve(remove_, SelfCompose(std::move(removal), steps, tail), tail);
-  add_ = Convolve(add_, SelfCompose(std::move(addition), steps, tail), tail);
+  absl::StatusOr<DiscretePld> removals = SelfCompose(removal, steps, tail, interval);
+  if (!removals.ok()) return removals.status();
+  absl::StatusOr<DiscretePld> additions = SelfCompose(addition, steps, tail, interval);
+  if (!additions.ok()) return additions.status();
+  remove_ = Convolve(remove_, *removals, tail);
+  add_ = Convolve(add_, *additions, tail);
   return absl::OkStatus();
 }
 

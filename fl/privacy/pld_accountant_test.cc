@@ -72,7 +72,12 @@ TEST(PldAccountantTest, MatchesDpAccounting) {
   for (const Case& c : {Case{0.0025, 1.3, 6000, 1e-5, 0.6401109264445614},
                         Case{0.1, 1.0, 100, 1e-5, 7.04660287720805},
                         Case{0.01, 2.5, 50, 1e-5, 0.09945653984705242},
-                        Case{0.1, 0.8, 200, 1e-6, 17.42560257818526}}) {
+                        Case{0.1, 0.8, 200, 1e-6, 17.42560257818526},
+                        // Long runs at small rates: the composed grid is bounded by
+                        // its tails, not its steps (repeated squaring needed 3.4 GB
+                        // at 16k steps of the first and died near 23 GB at 100k).
+                        Case{0.001, 0.8, 100000, 1e-5, 2.575560086623456},
+                        Case{0.01, 1.0, 50000, 1e-6, 17.785811401717197}}) {
     EXPECT_NEAR(PldEpsilon(c.q, c.z, c.steps, c.delta), c.epsilon, 1e-6 * c.epsilon)
         << "q " << c.q << " z " << c.z << " steps " << c.steps;
   }
@@ -162,6 +167,12 @@ TEST(PldAccountantTest, BadArgumentsNameWhatIsWrong) {
               HasSubstr("tail_mass_truncation"));
   EXPECT_EQ(accountant.Compose(0.1, 0.001, 1, Sampling::kPoisson).code(),
             absl::StatusCode::kResourceExhausted);
+  // A million unsampled steps spread the loss over ~1e5 units: refused before
+  // anything is allocated, not ended by std::bad_alloc; nothing was composed.
+  const absl::Status wide = accountant.Compose(1.0, 1.0, 1'000'000, Sampling::kPoisson);
+  EXPECT_EQ(wide.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(wide.message(), HasSubstr("value_discretization_interval"));
+  EXPECT_EQ(*accountant.Epsilon(1e-5), 0.0);
 }
 
 // The discrete PLD's own functions, by hand: mass 1/2 at loss 1, 1/2 at 0.
