@@ -99,6 +99,9 @@ class {Camel} : public fl::Aggregator {{
     fl::AggregatorProperties properties;
     properties.order_invariant = true;
     properties.single_client_identity = true;  // eta = 1 by default: w + delta
+    // PartialSums exports the whole accumulation: c10d all-reduces it and secure
+    // aggregation can run it. Drop this if the method's step needs every update.
+    properties.sums_only = true;
     return properties;
   }}
 

@@ -1,8 +1,8 @@
 """tools/new_plugin.py on a small stand-in repository: what it writes and where it
 inserts, the refusals, and that nothing is written on a refusal or a dry run.
-Whether the generated code compiles and passes the suites is checked by generating
-into the real tree (docs/adding-an-aggregator.md); this test keeps the editing
-logic from drifting."""
+Whether the generated code compiles and passes the suites is checked by
+tools/scaffold_check.sh (part of tools/test.sh), which generates into the real
+tree; this test keeps the editing logic from drifting."""
 
 import os
 import subprocess

@@ -3,9 +3,10 @@
 # gcc against Debian's LibTorch 1.13, then the sanitizer half (tools/sanitize.sh: the
 # readers of outside bytes, their tests and fuzz targets, under ASan and UBSan with
 # clang), then the torch 2.x half (tools/test_torch2.sh: PyTorch 2.11.0 from PyPI,
-# the Python wheel in a fresh venv, the GPU check's dry run). Flags go to every
-# bazel command. Ends with a line "N passed, M failed" counting test targets of all
-# three halves.
+# the Python wheel in a fresh venv, the GPU check's dry run), then one plugin of
+# every kind from tools/new_plugin.py, built and tested (tools/scaffold_check.sh).
+# Flags go to every bazel command. Ends with a line "N passed, M failed" counting
+# test targets of all four parts.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh || exit 1
@@ -40,6 +41,10 @@ echo "== the torch 2.x half: tools/test_torch2.sh"
 count tools/test_torch2.sh "$@"
 torch2_code=$?
 [[ $code -ne 0 ]] || code=$torch2_code
+echo "== the plugin scaffold's generated code: tools/scaffold_check.sh"
+count tools/scaffold_check.sh "$@"
+scaffold_code=$?
+[[ $code -ne 0 ]] || code=$scaffold_code
 # A test that cannot run here passes saying SKIPPED and why: say it again at the
 # end. Under CI (CI=true) a missing oracle is a failure: CI must run every check.
 torch2_logs="$(tools/test_torch2.sh --output_base)/execroot/fedkit/bazel-out/k8-opt/testlogs"
