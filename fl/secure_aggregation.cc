@@ -20,13 +20,17 @@ int64_t ShareBytes(const secagg::ShamirShare& share) {
 
 constexpr int64_t kKeysBytes = 2 * sizeof(secagg::Seed);
 
-// Where a client's key material and its encoding's rounding draw from.
-enum ClientStream : uint64_t { kKeys = 1, kRounding = 2 };
+// The encoding's stochastic rounding draws from the round's seed: it protects
+// nothing and keeps runs reproducible. Key material (secrets, self-mask seeds,
+// Shamir coefficients) comes from the OS instead: a server that could recompute
+// it from the spec would unmask every update. The unmasked sum does not depend
+// on it.
+constexpr uint64_t kRoundingStream = 2;
 
-secagg::Seed ClientSeed(uint64_t round_seed, int64_t client, ClientStream stream) {
-  return secagg::SeedFrom(
-      DeriveSeed(round_seed, SeedStream::kSecureAggregation, {static_cast<uint64_t>(client), stream}),
-      0);
+secagg::Seed RoundingSeed(uint64_t round_seed, int64_t client) {
+  return secagg::SeedFrom(DeriveSeed(round_seed, SeedStream::kSecureAggregation,
+                                     {static_cast<uint64_t>(client), kRoundingStream}),
+                          0);
 }
 
 }  // namespace
@@ -79,7 +83,12 @@ absl::StatusOr<std::unique_ptr<SecureAggregationRound>> SecureAggregationRound::
 
   std::map<int64_t, secagg::PublicKeys> keys;
   for (int64_t id : cohort) {
-    auto client = std::make_unique<secagg::SecAggClient>(id, ClientSeed(seed, id, kKeys));
+    absl::StatusOr<secagg::Seed> keys_seed = secagg::OsSeed();
+    if (!keys_seed.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat("secure aggregation: client ", id, "'s keys: ", keys_seed.status().message()));
+    }
+    auto client = std::make_unique<secagg::SecAggClient>(id, *keys_seed);
     keys[id] = client->AdvertiseKeys();
     round->clients_[id] = std::move(client);
   }
@@ -133,7 +142,7 @@ absl::Status SecureAggregationRound::Contribute(const ClientUpdate& update,
                                             sums->size(), " partial sums, the server ",
                                             layout_.size()));
   }
-  secagg::Prg rounding(ClientSeed(seed_, id, kRounding));
+  secagg::Prg rounding(RoundingSeed(seed_, id));
   int64_t saturated = 0;
   const std::vector<uint32_t> encoded = encoding_.Encode(values, rounding, &saturated);
   saturated_values_ += saturated;

@@ -66,10 +66,12 @@ class SecureAggregationRound {
  public:
   // Runs the protocol's key advertisement and share exchange for `cohort` (client
   // ids, distinct). `layout`: the server aggregator's partial sums after Configure,
-  // whose names, shapes and dtypes every client's must have. All randomness comes
-  // from `seed`. Errors: FailedPrecondition when the cohort is smaller than the
+  // whose names, shapes and dtypes every client's must have. Errors: FailedPrecondition when the cohort is smaller than the
   // threshold or its neighbourhood (the round aborts); InvalidArgument for a bad
-  // configuration.
+  // configuration; Unavailable when the OS gives no randomness for the keys.
+  // `seed` drives the encoding's rounding and SecAgg+'s neighbour graph; each
+  // client's keys come from the OS, so the total is reproducible and no one can
+  // recompute a mask from the spec.
   static absl::StatusOr<std::unique_ptr<SecureAggregationRound>> Start(
       const SecureAggregationConfig& config, const std::vector<int64_t>& cohort,
       const std::map<std::string, at::Tensor>& layout, uint64_t seed);
@@ -98,6 +100,8 @@ class SecureAggregationRound {
   // shares, summed over the cohort.
   int64_t bytes_up() const { return bytes_up_; }
   int64_t bytes_down() const { return bytes_down_; }
+  // The public keys the server received: its view of the key exchange.
+  const std::map<int64_t, secagg::PublicKeys>& advertised_keys() const { return server_.keys(); }
 
  private:
   SecureAggregationRound(const SecureAggregationConfig& config, int threshold,

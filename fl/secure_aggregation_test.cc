@@ -141,6 +141,28 @@ TEST_F(SecureAggregationRoundTest, TheUnmaskedTotalIsThePlainSumWithinTheQuantum
   EXPECT_GT(round->bytes_up(), 5 * (64 + 5 * 4));
 }
 
+// A server holding the spec knows the round's seed. Were the clients' keys
+// drawn from it, it could recompute every secret and unmask each update (as the
+// old code allowed: both rounds below advertised the same keys). Two rounds
+// under one seed: fresh keys each time, the same total to the bit.
+TEST_F(SecureAggregationRoundTest, KeysComeFromTheOsAndTheTotalStillReproduces) {
+  SecureAggregationRound* first = nullptr;
+  auto first_sums = RunWith({0, 1, 2, 3, 4}, &first);
+  ASSERT_TRUE(first_sums.ok()) << first_sums.status();
+  const std::map<int64_t, secagg::PublicKeys> first_keys = first->advertised_keys();
+  SecureAggregationRound* second = nullptr;
+  auto second_sums = RunWith({0, 1, 2, 3, 4}, &second);
+  ASSERT_TRUE(second_sums.ok()) << second_sums.status();
+  ASSERT_EQ(first_keys.size(), 5u);
+  for (const auto& [id, keys] : second->advertised_keys()) {
+    EXPECT_NE(keys.encryption, first_keys.at(id).encryption) << "client " << id;
+    EXPECT_NE(keys.masking, first_keys.at(id).masking) << "client " << id;
+  }
+  for (const auto& [name, tensor] : *first_sums) {
+    EXPECT_TRUE(tensor.equal(second_sums->at(name))) << name;
+  }
+}
+
 TEST_F(SecureAggregationRoundTest, ClientsThatDropAfterTheKeyExchangeAreLeftOutExactly) {
   auto sums = RunWith({0, 2, 4});
   ASSERT_TRUE(sums.ok()) << sums.status();

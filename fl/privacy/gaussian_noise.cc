@@ -5,7 +5,8 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
-#include <openssl/rand.h>
+
+#include "absl/strings/str_cat.h"
 
 namespace fl::privacy {
 
@@ -14,12 +15,9 @@ GaussianNoise& GaussianNoise::operator=(GaussianNoise&&) noexcept = default;
 GaussianNoise::~GaussianNoise() = default;
 
 absl::StatusOr<GaussianNoise> GaussianNoise::Secure() {
-  secagg::Seed key;
-  if (RAND_bytes(key.data(), static_cast<int>(key.size())) != 1) {
-    return absl::UnavailableError(
-        "DP noise: the operating system gave no randomness (OpenSSL RAND_bytes failed)");
-  }
-  return SecureFromKey(key);
+  absl::StatusOr<secagg::Seed> key = secagg::OsSeed();
+  if (!key.ok()) return absl::UnavailableError(absl::StrCat("DP noise: ", key.status().message()));
+  return SecureFromKey(*key);
 }
 
 GaussianNoise GaussianNoise::SecureFromKey(const secagg::Seed& key) {

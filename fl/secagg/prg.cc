@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 
 #include "glog/logging.h"
 
@@ -72,6 +73,15 @@ Seed SeedFrom(uint64_t value, uint64_t label) {
   // Whitened through the PRG itself, so nearby values give unrelated seeds.
   Prg prg(seed);
   return prg.NextSeed();
+}
+
+absl::StatusOr<Seed> OsSeed() {
+  Seed seed;
+  if (RAND_bytes(seed.data(), static_cast<int>(seed.size())) != 1) {
+    return absl::UnavailableError(
+        "the operating system gave no randomness (OpenSSL RAND_bytes failed)");
+  }
+  return seed;
 }
 
 }  // namespace fl::secagg

@@ -3,14 +3,17 @@
 
 // The pseudo-random generator of secure aggregation: the ChaCha20 keystream
 // (OpenSSL's) under a 32-byte seed and a zero nonce. Masks, keys and Shamir
-// coefficients all come from it; in fedkit's simulation the seeds derive from the
-// run's seed, so runs stay reproducible (a deployment would seed from the OS).
+// coefficients all come from it. A client's key material is seeded by the
+// operating system (OsSeed), so that no spec, seed or log lets anyone recompute
+// it; the protocol's tests seed it from values (SeedFrom) to replay a round.
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
+
+#include "absl/status/statusor.h"
 
 namespace fl::secagg {
 
@@ -37,8 +40,12 @@ class Prg {
   std::unique_ptr<Cipher> cipher_;
 };
 
-// A seed from a 64-bit value and a label (for the simulation's key material).
+// A seed from a 64-bit value and a label: reproducible, so never a secret's.
 Seed SeedFrom(uint64_t value, uint64_t label);
+
+// 32 bytes from the operating system's randomness (OpenSSL's RAND_bytes).
+// Errors: Unavailable when the OS gives none.
+absl::StatusOr<Seed> OsSeed();
 
 }  // namespace fl::secagg
 

@@ -60,7 +60,8 @@ struct PublicKeys {
 
 class SecAggClient {
  public:
-  // All key material derives from `seed` (see prg.h).
+  // All key material derives from `seed` (see prg.h): an OsSeed() unless the
+  // round is to be replayed, as the protocol's tests do.
   SecAggClient(int64_t id, const Seed& seed);
 
   int64_t id() const { return id_; }
