@@ -27,6 +27,7 @@ enum class SeedStream : uint64_t {
   kSecureAggregation = 12,
   kBandwidth = 13,
   kAsyncDispatch = 14,
+  kClientEvaluation = 15,
 };
 
 // SplitMix64 finaliser over the seed, the stream and each extra value in turn.
