@@ -44,6 +44,7 @@ void ToRecord(const MetricsRow& row, fedkit::MetricsRowRecord& record) {
   record.set_virtual_seconds(row.virtual_seconds);
   record.set_local_steps(row.local_steps);
   record.mutable_diagnostics()->insert(row.diagnostics.begin(), row.diagnostics.end());
+  record.mutable_client_accuracy()->insert(row.client_accuracy.begin(), row.client_accuracy.end());
   record.mutable_rejected_by_reason()->insert(row.rejected_by_reason.begin(),
                                               row.rejected_by_reason.end());
 }
@@ -64,6 +65,7 @@ MetricsRow FromRecord(const fedkit::MetricsRowRecord& record) {
   row.virtual_seconds = record.virtual_seconds();
   row.local_steps = record.local_steps();
   row.diagnostics.insert(record.diagnostics().begin(), record.diagnostics().end());
+  row.client_accuracy.insert(record.client_accuracy().begin(), record.client_accuracy().end());
   row.rejected_by_reason.insert(record.rejected_by_reason().begin(),
                                 record.rejected_by_reason().end());
   return row;

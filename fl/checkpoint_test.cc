@@ -56,6 +56,7 @@ Checkpoint Sample() {
   row.test_accuracy = 0.1 + 0.2;  // not representable in few digits: stored exactly
   row.test_loss = 2.25;
   row.diagnostics = {{"eta_g", 1.0 / 3.0}};
+  row.client_accuracy = {{"client_acc_mean", 2.0 / 3.0}, {"client_acc_worst", 0.1}};
   checkpoint.rows = {row};
   checkpoint.diagnostics = {{1, {{"eta_g", 2.0}}}, {3, {{"eta_g", 1.0 / 3.0}}}};
   return checkpoint;
@@ -104,6 +105,7 @@ TEST(CheckpointTest, RoundTripsEverythingExactly) {
   ASSERT_EQ(read->rows.size(), 1u);
   EXPECT_EQ(read->rows[0].test_accuracy, 0.1 + 0.2);
   EXPECT_EQ(read->rows[0].diagnostics, original.rows[0].diagnostics);
+  EXPECT_EQ(read->rows[0].client_accuracy, original.rows[0].client_accuracy);
   ASSERT_EQ(read->diagnostics.size(), 2u);
   EXPECT_EQ(read->diagnostics[1].round, 3);
   EXPECT_EQ(read->diagnostics[1].values, original.diagnostics[1].values);

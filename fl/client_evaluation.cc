@@ -134,6 +134,13 @@ absl::StatusOr<ClientTestSets> LabelMatchedTestSets(const at::Tensor& train_labe
   return sets;
 }
 
+std::map<std::string, double> ClientAccuracyColumns(const ClientAccuracy& accuracy) {
+  return {{"client_acc_mean", accuracy.mean},
+          {"client_acc_sd", accuracy.stddev},
+          {"client_acc_p10", accuracy.percentile_10},
+          {"client_acc_worst", accuracy.worst}};
+}
+
 ClientAccuracy SummarizeClientAccuracy(const ClientTestSets& sets, const at::Tensor& correct) {
   const auto n = static_cast<int64_t>(sets.clients.size());
   const at::Tensor hits = at::zeros({n}, at::kDouble).index_add_(

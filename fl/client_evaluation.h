@@ -20,6 +20,8 @@
 // test example's correctness, gathered per client (SummarizeClientAccuracy).
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -66,6 +68,10 @@ struct ClientAccuracy {
   double percentile_10 = 0.0;  // linear between order statistics, as numpy's default
   double worst = 0.0;
 };
+
+// metrics.csv's columns: client_acc_mean, client_acc_sd, client_acc_p10,
+// client_acc_worst.
+std::map<std::string, double> ClientAccuracyColumns(const ClientAccuracy& accuracy);
 
 // `correct`: one value per test example, nonzero where the model was right
 // (bool or integer, any device). REQUIRES: `sets` has at least one client with

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <string>
 
 #include <ATen/core/Tensor.h>
 
@@ -21,6 +23,9 @@ struct Evaluation {
   double accuracy = 0.0;
   double loss = 0.0;  // mean cross-entropy
   int64_t examples = 0;
+  at::Tensor correct;  // per example, in order: whether the prediction was right (bool)
+  // Per-client accuracy columns (fl/client_evaluation.h), when the run has them.
+  std::map<std::string, double> client_accuracy;
 };
 
 // Loads `state` into `model` and evaluates it on `data` in eval mode, in batches of

@@ -18,6 +18,7 @@
 #include "fl/batch_order_file.h"
 #include "fl/c10d_collective.h"
 #include "fl/checkpoint.h"
+#include "fl/client_evaluation.h"
 #include "fl/client_hook.h"
 #include "fl/codec.h"
 #include "fl/device.h"
@@ -290,6 +291,18 @@ void ValidateCore(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
              server.cohort_sampling() == fedkit::ServerSpec::POISSON) {
     errors.Add("server.min_accepted_updates",
                "excludes Poisson sampling (server.cohort_sampling), whose cohorts may be empty");
+  }
+  const fedkit::ClientEvaluationSpec& client_evaluation = server.client_evaluation();
+  if (client_evaluation.examples_per_client() < 0) {
+    errors.Add("server.client_evaluation.examples_per_client",
+               absl::StrCat("must be >= 0, got ", client_evaluation.examples_per_client()));
+  }
+  if (client_evaluation.sample_clients() < 0 ||
+      client_evaluation.sample_clients() > spec.partition().num_clients()) {
+    errors.Add("server.client_evaluation.sample_clients",
+               absl::StrCat("must be in [0, partition.num_clients = ",
+                            spec.partition().num_clients(), "], got ",
+                            client_evaluation.sample_clients()));
   }
   if (server.has_first_eval_round() &&
       !(server.first_eval_round() >= 1 && server.first_eval_round() <= server.rounds())) {
@@ -804,20 +817,56 @@ absl::Status WriteStartFiles(const Experiment& experiment, const std::string& ou
   return WriteClassCounts(output_dir, data, experiment.data_info.num_classes);
 }
 
+// server.client_evaluation's test sets (none when it is off), from the run's
+// data before its shares go to the clients.
+absl::StatusOr<std::optional<ClientTestSets>> ClientTestsFor(const Experiment& experiment,
+                                                             const RunData& data) {
+  const fedkit::ClientEvaluationSpec& spec = experiment.spec.server().client_evaluation();
+  if (spec.has_enabled() && !spec.enabled()) return std::optional<ClientTestSets>();
+  ClientTestSetOptions options;
+  options.examples_per_client = spec.examples_per_client();
+  options.sample_clients = spec.sample_clients();
+  absl::StatusOr<ClientTestSets> sets =
+      LabelMatchedTestSets(data.train.y, data.shares, data.test.y,
+                           experiment.data_info.num_classes, options, experiment.spec.seed());
+  if (!sets.ok()) {
+    return absl::Status(sets.status().code(),
+                        absl::StrCat("server.client_evaluation: ", sets.status().message()));
+  }
+  if (sets->untestable > 0 || sets->shortfall > 0) {
+    LOG(WARNING) << "server.client_evaluation: " << sets->untestable
+                 << " client(s) left out (the test split has none of their classes), "
+                 << sets->shortfall << " test example(s) fewer than asked (a class had too few)";
+  }
+  return std::optional<ClientTestSets>(*std::move(sets));
+}
+
+// summary.json's "client_evaluation": how the per-client columns were made.
+std::string ClientEvaluationJson(const ClientTestSets& sets) {
+  return absl::StrCat("{\"split\": \"label_matched\", \"clients\": ", sets.clients.size(),
+                      ", \"test_examples\": ", sets.indices.numel(),
+                      ", \"untestable_clients\": ", sets.untestable,
+                      ", \"shortfall\": ", sets.shortfall, "}");
+}
+
 // The server half of a run, assembled around a Federation: the server with its
 // settings and what it lends the aggregator, evaluation on the test split, the
 // metrics sink (rank 0), the one-shot report and checkpoints; then the
 // synchronous round loop from the first round or from a checkpoint.
 class ServerSide {
  public:
+  // `client_tests`: each client's test examples (server.client_evaluation), or
+  // none when it is off.
   ServerSide(Experiment& experiment, Federation& federation, Model& global_model,
-             Collective* group, const std::string& output_dir)
+             Collective* group, const std::string& output_dir,
+             std::optional<ClientTestSets> client_tests)
       : experiment_(experiment),
         federation_(federation),
         global_model_(global_model),
         group_(group),
         output_dir_(output_dir),
-        eval_batch_(EvalBatchSize(experiment.spec)) {}
+        eval_batch_(EvalBatchSize(experiment.spec)),
+        client_tests_(std::move(client_tests)) {}
 
   // Opens the sink (rank 0 only writes results) and builds the server.
   absl::Status Open(bool rank_zero, RoundObserver on_round, ClientReach reach_clients) {
@@ -825,6 +874,9 @@ class ServerSide {
     if (rank_zero) {
       FL_ASSIGN_OR_RETURN(sink_, MetricsSink::Open(output_dir_, spec));
       sink_->AddSummaryField("threads", experiment_.threads.ToJson());
+      if (client_tests_.has_value()) {
+        sink_->AddSummaryField("client_evaluation", ClientEvaluationJson(*client_tests_));
+      }
     }
     aggregator_ = experiment_.aggregator.get();
     if (spec.server().one_shot()) {
@@ -872,8 +924,12 @@ class ServerSide {
       }
     }
     server_ = std::make_unique<Server>(std::move(config), aggregator_, std::move(clients),
-                                       std::move(context), TestEvaluator(), sink_.get());
-    server_->set_predictor_evaluator(TestPredictorEvaluator());
+                                       std::move(context), WithClientAccuracy(TestEvaluator()),
+                                       sink_.get());
+    server_->set_predictor_evaluator(
+        [this, evaluate = TestPredictorEvaluator()](const Predictor& predict) {
+          return AddClientAccuracy(evaluate(predict));
+        });
     return absl::OkStatus();
   }
 
@@ -898,6 +954,21 @@ class ServerSide {
       return EvaluatePredictor(predict, federation_.data().test, eval_batch_);
     };
   }
+  // The server's evaluations also read each client's accuracy off the test
+  // split's per-example results.
+  Server::Evaluator WithClientAccuracy(Server::Evaluator evaluate) {
+    return [this, evaluate = std::move(evaluate)](const ModelState& state) {
+      return AddClientAccuracy(evaluate(state));
+    };
+  }
+  absl::StatusOr<Evaluation> AddClientAccuracy(absl::StatusOr<Evaluation> evaluation) const {
+    if (!evaluation.ok() || !client_tests_.has_value() || client_tests_->clients.empty()) {
+      return evaluation;
+    }
+    evaluation->client_accuracy =
+        ClientAccuracyColumns(SummarizeClientAccuracy(*client_tests_, evaluation->correct));
+    return evaluation;
+  }
 
   Experiment& experiment_;
   Federation& federation_;
@@ -905,6 +976,7 @@ class ServerSide {
   Collective* group_;
   const std::string output_dir_;
   const int64_t eval_batch_;
+  const std::optional<ClientTestSets> client_tests_;
   std::unique_ptr<MetricsSink> sink_;
   Aggregator* aggregator_ = nullptr;
   std::unique_ptr<OneShotReport> report_;
@@ -957,10 +1029,15 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   LOG(INFO) << "model " << spec.model().name() << ": " << initial.NumParameters()
             << " parameters, " << initial.NumElements() - initial.NumParameters()
             << " buffer elements; " << data.shares.size() << " clients on " << experiment.device;
+  std::optional<ClientTestSets> client_tests;
+  if (rank_zero) {
+    FL_ASSIGN_OR_RETURN(client_tests, ClientTestsFor(experiment, data));
+  }
   FL_ASSIGN_OR_RETURN(std::unique_ptr<Federation> federation,
                       Federation::Assemble(experiment, std::move(data), group.get()));
 
-  ServerSide side(experiment, *federation, *global_model, group.get(), output_dir);
+  ServerSide side(experiment, *federation, *global_model, group.get(), output_dir,
+                  std::move(client_tests));
   FL_RETURN_IF_ERROR(side.Open(rank_zero, std::move(on_round), std::move(reach_clients)));
   FL_ASSIGN_OR_RETURN(ModelState final_model, side.Run(std::move(initial), resume));
   if (!rank_zero) return ExperimentResult{std::move(final_model), {}, group->rank()};

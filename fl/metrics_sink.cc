@@ -24,6 +24,7 @@ std::string Number(double v) { return absl::StrFormat("%.6g", v); }
 // The trailing columns of a metrics row: diagnostics and rejection counters.
 std::map<std::string, double> ColumnsOf(const MetricsRow& row) {
   std::map<std::string, double> columns = row.diagnostics;
+  columns.insert(row.client_accuracy.begin(), row.client_accuracy.end());
   for (const auto& [reason, count] : row.rejected_by_reason) {
     columns["rejected_" + reason] = count;
   }
@@ -123,6 +124,7 @@ std::map<std::string, double> MetricsSink::ScalarsOf(const MetricsRow& row) {
       {"metrics/bytes_down", static_cast<double>(row.bytes_down)},
       {"metrics/seconds", row.seconds},
       {"metrics/virtual_seconds", row.virtual_seconds}};
+  for (const auto& [name, value] : row.client_accuracy) scalars["metrics/" + name] = value;
   // As in metrics.csv: a reason's counter from its first rejection on, 0 where
   // a row has none.
   for (const auto& [reason, count] : row.rejected_by_reason) rejection_reasons_.insert(reason);

@@ -6,9 +6,11 @@
 //   metrics.csv     one row per evaluated round: round, test_accuracy, test_loss,
 //                   train_loss, clients, rejected, incomplete, dropped, bytes_up,
 //                   bytes_down, seconds, virtual_seconds,
-//                   then, sorted by name, the aggregator's diagnostics and a
-//                   rejected_<reason> counter for every reason an update has
-//                   been rejected for so far (0 where none)
+//                   then, sorted by name, the aggregator's diagnostics, the
+//                   per-client accuracy (client_acc_mean, client_acc_p10,
+//                   client_acc_sd, client_acc_worst; server.client_evaluation)
+//                   and a rejected_<reason> counter for every reason an update
+//                   has been rejected for so far (0 where none)
 //   summary.json    final and best test accuracy, mean over the last 10 evaluated
 //                   rounds, wall seconds, rounds, the process's peak RSS, and the
 //                   fields the runner adds (the thread budget under "threads")
@@ -87,6 +89,9 @@ struct MetricsRow {
   // first rejection for that reason on.
   std::map<std::string, int> rejected_by_reason;
   std::map<std::string, double> diagnostics;
+  // Per-client accuracy (server.client_evaluation): client_acc_mean, _sd, _p10
+  // and _worst, columns of their own; empty when it is off.
+  std::map<std::string, double> client_accuracy;
 };
 
 class MetricsSink {

@@ -886,6 +886,7 @@ absl::Status Server::Evaluate(int round, const RoundOutcome& outcome, double sec
   row.train_loss = outcome.train_loss;
   row.seconds = seconds;
   row.diagnostics = context_.diagnostics;
+  row.client_accuracy = eval.client_accuracy;
   FL_RETURN_IF_ERROR(sink_->AddRow(row));
   row.clients = 0;
   row.rejected = 0;

@@ -3,7 +3,9 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -896,6 +898,71 @@ TEST(RunnerOptionsTest, EvalBatchSizeSplitsEvaluationWithoutChangingItsResult) {
         << r;
   }
   EXPECT_TRUE(split.final_model.tensor(0).equal(whole.final_model.tensor(0)));
+}
+
+double Column(const MetricsRow& row, const std::string& name) {
+  auto it = row.client_accuracy.find(name);
+  return it == row.client_accuracy.end() ? std::nan("") : it->second;
+}
+
+TEST(RunnerOptionsTest, OneClientTestedOnTheWholeTestSplitHasTheTestAccuracy) {
+  // One client trains on both classes; asking for more test examples than there
+  // are gives it every test example of both: its accuracy is the test accuracy.
+  const ExperimentResult run = RunTiny(
+      "partition { num_clients: 1 } server { clients_per_round: 1 "
+      "client_evaluation { examples_per_client: 1000000 } }",
+      "client_eval_whole");
+  ASSERT_EQ(run.rows.size(), 2u);
+  for (const MetricsRow& row : run.rows) {
+    EXPECT_EQ(Column(row, "client_acc_mean"), row.test_accuracy) << row.round;
+    EXPECT_EQ(Column(row, "client_acc_worst"), row.test_accuracy) << row.round;
+    EXPECT_EQ(Column(row, "client_acc_p10"), row.test_accuracy) << row.round;
+    EXPECT_EQ(Column(row, "client_acc_sd"), 0.0) << row.round;
+  }
+}
+
+TEST(RunnerOptionsTest, ClientAccuracyColumnsAreWrittenAndCanBeTurnedOff) {
+  const ExperimentResult run = RunTiny("", "client_eval_on");
+  ASSERT_EQ(run.rows.size(), 2u);
+  for (const MetricsRow& row : run.rows) {
+    // Four clients: the worst <= the 10th percentile <= the mean, each in [0, 1].
+    EXPECT_GE(Column(row, "client_acc_worst"), 0.0);
+    EXPECT_LE(Column(row, "client_acc_worst"), Column(row, "client_acc_p10"));
+    EXPECT_LE(Column(row, "client_acc_p10"), Column(row, "client_acc_mean"));
+    EXPECT_LE(Column(row, "client_acc_mean"), 1.0);
+  }
+  const std::string dir = absl::StrCat(getenv("TEST_TMPDIR"), "/client_eval_on");
+  std::ifstream metrics(dir + "/metrics.csv");
+  std::string header;
+  std::getline(metrics, header);
+  EXPECT_THAT(header, HasSubstr("client_acc_mean,client_acc_p10,client_acc_sd,client_acc_worst"));
+  std::ifstream summary_file(dir + "/summary.json");
+  const std::string summary((std::istreambuf_iterator<char>(summary_file)),
+                            std::istreambuf_iterator<char>());
+  EXPECT_THAT(summary, HasSubstr("\"client_evaluation\": {\"split\": \"label_matched\", "
+                                 "\"clients\": 4"));
+
+  const ExperimentResult off = RunTiny("server { client_evaluation { enabled: false } }",
+                                       "client_eval_off");
+  ASSERT_EQ(off.rows.size(), 2u);
+  EXPECT_TRUE(off.rows[0].client_accuracy.empty());
+  EXPECT_EQ(off.rows[1].test_accuracy, run.rows[1].test_accuracy) << "training is untouched";
+}
+
+TEST(RunnerOptionsTest, ClientEvaluationOptionsAreCheckedWithTheirPaths) {
+  auto spec = ParseSpec(kTinySpec, "kTinySpec");
+  ASSERT_TRUE(spec.ok());
+  ASSERT_TRUE(ApplyOverride("server { client_evaluation { examples_per_client: -1 "
+                            "sample_clients: 5 } }",
+                            *spec)
+                  .ok());
+  const absl::StatusOr<Experiment> experiment = BuildExperiment(*spec);
+  ASSERT_FALSE(experiment.ok());
+  EXPECT_THAT(experiment.status().message(),
+              HasSubstr("server.client_evaluation.examples_per_client: must be >= 0, got -1"));
+  EXPECT_THAT(experiment.status().message(),
+              HasSubstr("server.client_evaluation.sample_clients: must be in "
+                        "[0, partition.num_clients = 4], got 5"));
 }
 
 TEST(RunnerOptionsTest, SecureAggregationInTheSpecMatchesThePlainRun) {
