@@ -29,6 +29,10 @@ struct Coordinator::Connection {
   absl::Mutex write_mutex;
   bool writable ABSL_GUARDED_BY(write_mutex) = true;
 
+  // Set once the Welcome is written: tasks wait for it, so that the client knows
+  // our message limit before it answers (a task written first would be answered
+  // in chunks the size of gRPC's default limit, and refused by ours).
+  bool welcomed = false;
   bool ended = false;
   std::string end_reason;
   uint64_t pending_task = 0;  // 0: none
@@ -149,6 +153,10 @@ grpc::Status Coordinator::Session(
   }
   welcome.mutable_welcome()->set_max_message_bytes(options_.limits.max_message_bytes);
   connection->Write(welcome);
+  {
+    absl::MutexLock lock(&mutex_);
+    connection->welcomed = true;
+  }
   LOG(INFO) << "deploy: client " << id << " connected from " << context->peer();
 
   const absl::Status served = Serve(*connection);
@@ -236,7 +244,8 @@ absl::StatusOr<std::string> Coordinator::RunTask(int64_t client_id, int round,
     absl::MutexLock lock(&mutex_);
     auto connected = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
       auto it = connections_.find(client_id);
-      return stopping_ || (it != connections_.end() && !it->second->ended);
+      return stopping_ ||
+             (it != connections_.end() && it->second->welcomed && !it->second->ended);
     };
     if (!mutex_.AwaitWithTimeout(absl::Condition(&connected), options_.connect_timeout) ||
         stopping_) {
