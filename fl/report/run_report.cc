@@ -40,6 +40,8 @@ constexpr const char* kLeadingColumns[] = {
     "incomplete", "dropped",       "bytes_up",  "bytes_down", "seconds",
     "virtual_seconds"};
 constexpr char kRejectedPrefix[] = "rejected_";
+// Per-client accuracy (server.client_evaluation): drawn with test accuracy.
+constexpr char kClientAccuracyPrefix[] = "client_acc_";
 
 constexpr int kSmallWidth = 360;
 constexpr int kSmallHeight = 230;
@@ -248,10 +250,15 @@ std::string CurvesSection(const RunFiles& run, const XAxis& axis) {
   if (run.metrics.Has("train_loss")) {
     losses.push_back(Curve(run.metrics, axis, "train_loss", "train loss"));
   }
-  std::string figures =
-      Figure("accuracy", LineChart(ChartOptions("Test accuracy", "test accuracy (%)", axis),
-                                   {Curve(run.metrics, axis, "test_accuracy", "test accuracy",
-                                          100)}));
+  std::vector<ChartSeries> accuracy = {
+      Curve(run.metrics, axis, "test_accuracy", "test accuracy", 100)};
+  for (const auto& [column, label] : {std::pair{"client_acc_mean", "client mean"},
+                                      std::pair{"client_acc_p10", "client 10th percentile"},
+                                      std::pair{"client_acc_worst", "worst client"}}) {
+    if (run.metrics.Has(column)) accuracy.push_back(Curve(run.metrics, axis, column, label, 100));
+  }
+  std::string figures = Figure(
+      "accuracy", LineChart(ChartOptions("Test accuracy", "test accuracy (%)", axis), accuracy));
   // Asynchronous rounds are server steps of a few updates each: the virtual
   // clock is what compares runs.
   if (HasVirtualClock(run.metrics)) {
@@ -281,7 +288,10 @@ std::string DiagnosticsSection(const RunFiles& run, const XAxis& axis) {
   if (!run.diagnostics_problem.empty()) html = Paragraph(run.diagnostics_problem);
   std::string figures;
   for (const std::string& name : source.names) {
-    if (IsLeadingColumn(name) || absl::StartsWith(name, kRejectedPrefix)) continue;
+    if (IsLeadingColumn(name) || absl::StartsWith(name, kRejectedPrefix) ||
+        absl::StartsWith(name, kClientAccuracyPrefix)) {
+      continue;
+    }
     absl::StrAppend(&figures, Figure("", LineChart(ChartOptions(name, "", axis, /*small=*/true),
                                                    {Curve(source, axis, name, name)})));
   }

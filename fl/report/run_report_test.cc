@@ -140,6 +140,24 @@ TEST_F(RunReportTest, WithoutDiagnosticsCsvTheDiagnosticsComeFromMetricsCsv) {
   EXPECT_THAT(diagnostics, HasSubstr("this run has no diagnostics.csv"));
 }
 
+TEST_F(RunReportTest, PerClientAccuracyIsDrawnWithTestAccuracyNotAsADiagnostic) {
+  Write("metrics.csv",
+        "round,test_accuracy,test_loss,train_loss,clients,rejected,incomplete,dropped,bytes_up,"
+        "bytes_down,seconds,client_acc_mean,client_acc_p10,client_acc_sd,client_acc_worst\n"
+        "1,0.50,1.5,1.7,4,0,0,0,1000,2000,1.0,0.52,0.30,0.1,0.25\n"
+        "2,0.60,1.2,1.3,4,0,0,0,2000,4000,2.5,0.61,0.40,0.1,0.35\n");
+  fs::remove(dir_ / "diagnostics.csv");
+  const std::string html = Render();
+  const std::string curves = SectionOf(html, "curves");
+  EXPECT_EQ(Points(curves, "test accuracy"), 2);
+  EXPECT_EQ(Points(curves, "client mean"), 2);
+  EXPECT_EQ(Points(curves, "client 10th percentile"), 2);
+  EXPECT_EQ(Points(curves, "worst client"), 2);
+  const std::string diagnostics = SectionOf(html, "diagnostics");
+  EXPECT_EQ(Points(diagnostics, "client_acc_mean"), -1);
+  EXPECT_THAT(diagnostics, HasSubstr("The aggregator reported no diagnostics."));
+}
+
 TEST_F(RunReportTest, AnAggregatorWithoutDiagnosticsSaysSo) {
   fs::remove(dir_ / "diagnostics.csv");
   Write("metrics.csv",
