@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "fl/aggregator.h"
@@ -82,6 +83,13 @@ std::vector<Case> Cases() {
                    "{ kind: SPARSE_TERNARY fraction: 0.1 error_feedback: true } } server { "
                    "incomplete_updates: SCALE download { kind: SPARSE_TERNARY fraction: 0.1 "
                    "error_feedback: true } }"});
+  // FedBN keeps the normalisation layers: the model needs some.
+  for (Case& c : cases) {
+    if (absl::StrContains(c.name, "fedbn")) {
+      absl::StrAppend(&c.overrides, " model { options { [type.googleapis.com/fedkit.models."
+                                    "MlpOptions] { hidden: [16] batch_norm: true } } }");
+    }
+  }
   return cases;
 }
 

@@ -137,6 +137,13 @@ struct AggregatorProperties {
   // aggregator already plans would run twice. The conformance suite checks the
   // claim against Configure.
   std::vector<std::string> client_hooks;
+  // The model's parameter groups (Model::ParameterGroups) that each client keeps
+  // for itself (personalised FL: FedPer's head, FedBN's normalisation layers). The
+  // runner keeps them in the client state store and out of the update, so that
+  // they are never uploaded, and lends the aggregator only the shared part of the
+  // model: every ModelState it sees (global, deltas) lacks them. Empty: all shared.
+  // Wrappers pass their base's on.
+  std::vector<std::string> personal_groups;
   // Reads ClientUpdate::local_steps (FedNova's normalisation): it corrects for incomplete updates itself, so validation refuses
   // server.incomplete_updates: SCALE, which would correct them a second time. The
   // conformance suite checks the claim both ways: the result (or the state kept)

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "glog/logging.h"
 #include "fl/seeding.h"
 
 namespace fl {
@@ -146,16 +147,22 @@ ClientAccuracy SummarizeClientAccuracy(const ClientTestSets& sets, const at::Ten
   const at::Tensor hits = at::zeros({n}, at::kDouble).index_add_(
       0, sets.owner, correct.to(at::kCPU, at::kDouble).index_select(0, sets.indices));
   const at::Tensor accuracy = hits / at::tensor(sets.sizes, at::kDouble);
+  return SummarizeAccuracies({accuracy.data_ptr<double>(), accuracy.data_ptr<double>() + n});
+}
+
+ClientAccuracy SummarizeAccuracies(std::vector<double> per_client) {
+  CHECK(!per_client.empty()) << "no client accuracy to summarise";
   ClientAccuracy result;
-  result.per_client.assign(accuracy.data_ptr<double>(), accuracy.data_ptr<double>() + n);
+  result.per_client = std::move(per_client);
+  const auto n = static_cast<double>(result.per_client.size());
   std::vector<double> sorted = result.per_client;
   std::sort(sorted.begin(), sorted.end());
-  const double mean = std::accumulate(sorted.begin(), sorted.end(), 0.0) / static_cast<double>(n);
+  const double mean = std::accumulate(sorted.begin(), sorted.end(), 0.0) / n;
   double squares = 0.0;
   for (const double a : sorted) squares += (a - mean) * (a - mean);
   result.mean = mean;
-  result.stddev = std::sqrt(squares / static_cast<double>(n));
-  const double position = 0.1 * static_cast<double>(n - 1);
+  result.stddev = std::sqrt(squares / n);
+  const double position = 0.1 * (n - 1);
   const auto below = static_cast<size_t>(std::floor(position));
   const size_t above = std::min(below + 1, sorted.size() - 1);
   result.percentile_10 = sorted[below] + (position - static_cast<double>(below)) * (sorted[above] - sorted[below]);

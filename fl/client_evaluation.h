@@ -78,6 +78,10 @@ std::map<std::string, double> ClientAccuracyColumns(const ClientAccuracy& accura
 // at least one example, and every index is within `correct`.
 ClientAccuracy SummarizeClientAccuracy(const ClientTestSets& sets, const at::Tensor& correct);
 
+// The summary of per-client accuracies measured one by one (each client's own
+// model). REQUIRES: at least one.
+ClientAccuracy SummarizeAccuracies(std::vector<double> per_client);
+
 }  // namespace fl
 
 #endif  // FL_CLIENT_EVALUATION_H_

@@ -31,7 +31,12 @@ struct HookContext {
   int round = 0;
   // The local replica being trained; holds the global weights before training.
   Model* model = nullptr;
+  // The server's model with this client's own personal tensors, if it keeps any.
   const ModelState* global = nullptr;
+  // The tensors (by name) the client keeps for itself (personalised FL: fl/
+  // personalization.h); null or empty: none. The server's broadcasts and the update's
+  // delta lack them, and any extra's entries of these names are dropped.
+  const std::set<std::string>* personal = nullptr;
   // Tensors the aggregator broadcast this round (RoundPlan::broadcast).
   const ExtraStates* broadcast = nullptr;
   // This hook's persistent state on this client, as of its last accepted update.

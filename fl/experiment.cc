@@ -29,6 +29,8 @@
 #include "fl/index_files.h"
 #include "fl/model.h"
 #include "fl/model_file.h"
+#include "fl/own_model_evaluation.h"
+#include "fl/personalization.h"
 #include "fl/registry.h"
 #include "fl/report/class_counts.h"
 #include "fl/report/run_report.h"
@@ -304,6 +306,14 @@ void ValidateCore(const fedkit::ExperimentSpec& spec, ErrorList& errors) {
                             spec.partition().num_clients(), "], got ",
                             client_evaluation.sample_clients()));
   }
+  if (client_evaluation.fine_tune_steps() < 0) {
+    errors.Add("server.client_evaluation.fine_tune_steps",
+               absl::StrCat("must be >= 0, got ", client_evaluation.fine_tune_steps()));
+  }
+  if (client_evaluation.fine_tune_learning_rate() < 0) {
+    errors.Add("server.client_evaluation.fine_tune_learning_rate",
+               absl::StrCat("must be >= 0, got ", client_evaluation.fine_tune_learning_rate()));
+  }
   if (server.has_first_eval_round() &&
       !(server.first_eval_round() >= 1 && server.first_eval_round() <= server.rounds())) {
     errors.Add("server.first_eval_round", absl::StrCat("must be in [1, rounds = ", server.rounds(),
@@ -453,6 +463,7 @@ absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec) {
   }
 
   ThreadBudgetRequest thread_request;
+  std::unique_ptr<Model> model;
   experiment.dataset =
       CreatePlugin<Dataset>("dataset", spec.dataset().name(), spec.dataset().options(), {}, errors);
   experiment.partitioner = CreatePlugin<Partitioner>("partition", spec.partition().name(),
@@ -461,7 +472,7 @@ absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec) {
     experiment.data_info = experiment.dataset->info();
     // Built once here to validate the options and to size the thread budget;
     // RunExperiment builds its own.
-    std::unique_ptr<Model> model = CreatePlugin<Model>(
+    model = CreatePlugin<Model>(
         "model", spec.model().name(), spec.model().options(),
         {experiment.data_info.input_shape, experiment.data_info.num_classes}, errors);
     if (model != nullptr) {
@@ -508,6 +519,17 @@ absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec) {
   };
   if (experiment.aggregator != nullptr) {
     check_needs(*experiment.aggregator, spec.aggregator().name());
+    const AggregatorProperties properties = experiment.aggregator->properties();
+    ValidatePersonalization(spec, properties, errors);
+    if (model != nullptr && !properties.personal_groups.empty()) {
+      absl::StatusOr<std::vector<std::string>> personal =
+          PersonalTensors(*model, properties.personal_groups);
+      if (personal.ok()) {
+        experiment.personal_tensors = *std::move(personal);
+      } else {
+        errors.AddStatus("aggregator.options.personal_groups: ", personal.status());
+      }
+    }
     if (spec.server().has_async() && !experiment.aggregator->properties().sums_only) {
       errors.Add("server.async",
                  absl::StrCat("aggregator \"", spec.aggregator().name(),
@@ -842,8 +864,12 @@ absl::StatusOr<std::optional<ClientTestSets>> ClientTestsFor(const Experiment& e
 }
 
 // summary.json's "client_evaluation": how the per-client columns were made.
-std::string ClientEvaluationJson(const ClientTestSets& sets) {
-  return absl::StrCat("{\"split\": \"label_matched\", \"clients\": ", sets.clients.size(),
+std::string ClientEvaluationJson(const Experiment& experiment, const ClientTestSets& sets) {
+  const int fine_tune_steps = experiment.spec.server().client_evaluation().fine_tune_steps();
+  return absl::StrCat("{\"split\": \"label_matched\", \"model\": \"",
+                      experiment.personal_tensors.empty() ? "global" : "global_with_personal",
+                      "\", \"fine_tune_steps\": ", fine_tune_steps,
+                      ", \"clients\": ", sets.clients.size(),
                       ", \"test_examples\": ", sets.indices.numel(),
                       ", \"untestable_clients\": ", sets.untestable,
                       ", \"shortfall\": ", sets.shortfall, "}");
@@ -859,14 +885,16 @@ class ServerSide {
   // none when it is off.
   ServerSide(Experiment& experiment, Federation& federation, Model& global_model,
              Collective* group, const std::string& output_dir,
-             std::optional<ClientTestSets> client_tests)
+             std::optional<ClientTestSets> client_tests,
+             std::vector<std::vector<int64_t>> fine_tuning_shares)
       : experiment_(experiment),
         federation_(federation),
         global_model_(global_model),
         group_(group),
         output_dir_(output_dir),
         eval_batch_(EvalBatchSize(experiment.spec)),
-        client_tests_(std::move(client_tests)) {}
+        client_tests_(std::move(client_tests)),
+        fine_tuning_shares_(std::move(fine_tuning_shares)) {}
 
   // Opens the sink (rank 0 only writes results) and builds the server.
   absl::Status Open(bool rank_zero, RoundObserver on_round, ClientReach reach_clients) {
@@ -875,7 +903,7 @@ class ServerSide {
       FL_ASSIGN_OR_RETURN(sink_, MetricsSink::Open(output_dir_, spec));
       sink_->AddSummaryField("threads", experiment_.threads.ToJson());
       if (client_tests_.has_value()) {
-        sink_->AddSummaryField("client_evaluation", ClientEvaluationJson(*client_tests_));
+        sink_->AddSummaryField("client_evaluation", ClientEvaluationJson(experiment_, *client_tests_));
       }
     }
     aggregator_ = experiment_.aggregator.get();
@@ -896,6 +924,8 @@ class ServerSide {
     ServerConfig config = ServerConfigFor(spec, experiment_.threads, group_,
                                           federation_.client_ranks(), federation_.client_sizes());
     config.on_evaluated = std::move(on_round);
+    config.personal_tensors = {experiment_.personal_tensors.begin(),
+                               experiment_.personal_tensors.end()};
     config.task_seconds = [this](int64_t client, int round, int64_t bytes_down) {
       return federation_.TaskSeconds(client, round, bytes_down);
     };
@@ -958,8 +988,36 @@ class ServerSide {
   // split's per-example results.
   Server::Evaluator WithClientAccuracy(Server::Evaluator evaluate) {
     return [this, evaluate = std::move(evaluate)](const ModelState& state) {
-      return AddClientAccuracy(evaluate(state));
+      if (!OwnModels()) return AddClientAccuracy(evaluate(state));
+      return AddOwnModelAccuracy(evaluate(state), state);
     };
+  }
+  // Each client is evaluated with a model of its own: its personal tensors, or
+  // fine-tuned first (fl/own_model_evaluation.h).
+  bool OwnModels() const {
+    return client_tests_.has_value() &&
+           (!experiment_.personal_tensors.empty() ||
+            experiment_.spec.server().client_evaluation().fine_tune_steps() > 0);
+  }
+  absl::StatusOr<Evaluation> AddOwnModelAccuracy(absl::StatusOr<Evaluation> evaluation,
+                                                 const ModelState& state) const {
+    if (!evaluation.ok() || client_tests_->clients.empty()) return evaluation;
+    const fedkit::ClientEvaluationSpec& spec = experiment_.spec.server().client_evaluation();
+    OwnModelEvaluation setup;
+    setup.sets = &*client_tests_;
+    setup.test = &federation_.data().test;
+    setup.train = &federation_.data().train;
+    setup.shares = &fine_tuning_shares_;
+    setup.augmentation = experiment_.data_info.train_augmentation;
+    if (!experiment_.personal_tensors.empty()) setup.personal = &federation_.state_store();
+    setup.client = experiment_.spec.client();
+    setup.fine_tune_steps = spec.fine_tune_steps();
+    setup.fine_tune_learning_rate = spec.fine_tune_learning_rate();
+    setup.seed = experiment_.spec.seed();
+    setup.eval_batch_size = eval_batch_;
+    FL_ASSIGN_OR_RETURN(ClientAccuracy accuracy, EvaluateOwnModels(global_model_, state, setup));
+    evaluation->client_accuracy = ClientAccuracyColumns(accuracy);
+    return evaluation;
   }
   absl::StatusOr<Evaluation> AddClientAccuracy(absl::StatusOr<Evaluation> evaluation) const {
     if (!evaluation.ok() || !client_tests_.has_value() || client_tests_->clients.empty()) {
@@ -977,6 +1035,9 @@ class ServerSide {
   const std::string output_dir_;
   const int64_t eval_batch_;
   const std::optional<ClientTestSets> client_tests_;
+  // Each client's training indices, kept for fine-tuning at evaluation (the
+  // clients own theirs); empty without it.
+  const std::vector<std::vector<int64_t>> fine_tuning_shares_;
   std::unique_ptr<MetricsSink> sink_;
   Aggregator* aggregator_ = nullptr;
   std::unique_ptr<OneShotReport> report_;
@@ -1013,6 +1074,11 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
     return absl::FailedPreconditionError(
         "a deployment's server is one process: simulation.backend must not be C10D");
   }
+  if (reach_clients && !experiment.personal_tensors.empty()) {
+    return absl::FailedPreconditionError(
+        "a deployment cannot run an aggregator whose clients keep personal parameter groups "
+        "yet: the server would need each client's own tensors to evaluate it");
+  }
   ApplyAndReportThreads(experiment.threads);
   FL_ASSIGN_OR_RETURN(std::unique_ptr<Collective> group, JoinProcessGroup(spec));
   const bool rank_zero = group == nullptr || group->rank() == 0;
@@ -1030,14 +1096,18 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
             << " parameters, " << initial.NumElements() - initial.NumParameters()
             << " buffer elements; " << data.shares.size() << " clients on " << experiment.device;
   std::optional<ClientTestSets> client_tests;
+  std::vector<std::vector<int64_t>> fine_tuning_shares;
   if (rank_zero) {
     FL_ASSIGN_OR_RETURN(client_tests, ClientTestsFor(experiment, data));
+    if (client_tests.has_value() && spec.server().client_evaluation().fine_tune_steps() > 0) {
+      fine_tuning_shares = data.shares;
+    }
   }
   FL_ASSIGN_OR_RETURN(std::unique_ptr<Federation> federation,
                       Federation::Assemble(experiment, std::move(data), group.get()));
 
   ServerSide side(experiment, *federation, *global_model, group.get(), output_dir,
-                  std::move(client_tests));
+                  std::move(client_tests), std::move(fine_tuning_shares));
   FL_RETURN_IF_ERROR(side.Open(rank_zero, std::move(on_round), std::move(reach_clients)));
   FL_ASSIGN_OR_RETURN(ModelState final_model, side.Run(std::move(initial), resume));
   if (!rank_zero) return ExperimentResult{std::move(final_model), {}, group->rank()};

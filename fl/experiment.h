@@ -50,6 +50,9 @@ struct Experiment {
   ThreadBudget threads;
   // The model of spec.initial_model_path (on the CPU), read and checked here.
   std::optional<ModelState> initial_model;
+  // The tensors each client keeps for itself (the aggregator's personal_groups
+  // resolved against the model's groups: fl/personalization.h); empty: all shared.
+  std::vector<std::string> personal_tensors;
 };
 
 absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec);

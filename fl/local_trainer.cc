@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -24,6 +25,7 @@
 #include "fl/client_hook.h"
 #include "fl/flat_parameters.h"
 #include "fl/model.h"
+#include "fl/personalization.h"
 #include "fl/registry.h"
 #include "fl/seeding.h"
 #include "fl/status_macros.h"
@@ -160,14 +162,36 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
                                             const std::vector<HookRequest>& spec_hooks,
                                             const ImageAugmentation& augmentation,
                                             const SystemModel* system, const FaultModel* faults,
+                                            const std::vector<std::string>& personal,
                                             ClientStateStore& state_store, Model& model,
                                             const LocalTrainingInput& input) {
   if (input.start != nullptr) {
     if (absl::Status layout = input.global->CheckSameLayout(*input.start); !layout.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("initial weights: ", layout.message()));
     }
+    if (!personal.empty()) {
+      return absl::FailedPreconditionError(
+          "a client with personal tensors starts from the global model and its own");
+    }
   }
-  FL_RETURN_IF_ERROR((input.start != nullptr ? input.start : input.global)->LoadInto(model));
+  const std::set<std::string> personal_names(personal.begin(), personal.end());
+  // The global model with the client's own personal tensors: what it trains from,
+  // what its hooks see as the global model and what its update is relative to.
+  ModelState own_global;
+  const ModelState* global = input.global;
+  if (!personal.empty()) {
+    const TensorMap own = state_store.Checkout(input.client_id, kPersonalSlot);
+    if (!own.empty()) {
+      absl::StatusOr<ModelState> replaced = input.global->WithReplaced(own);
+      if (!replaced.ok()) {
+        return absl::Status(replaced.status().code(),
+                            absl::StrCat("its kept personal tensors: ", replaced.status().message()));
+      }
+      own_global = *std::move(replaced);
+      global = &own_global;
+    }
+  }
+  FL_RETURN_IF_ERROR((input.start != nullptr ? input.start : global)->LoadInto(model));
   const at::Device device = input.examples->x.device();
   model.set_generator(
       SeededGenerator(device, DeriveSeed(input.seed, SeedStream::kModelNoise)));
@@ -202,7 +226,8 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
     context.client_id = input.client_id;
     context.round = input.round;
     context.model = &model;
-    context.global = input.global;
+    context.global = global;
+    context.personal = &personal_names;
     context.broadcast = &input.plan->broadcast;
     context.state = &h.state;
     context.examples = input.examples;
@@ -318,11 +343,22 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
   update.num_examples = num_examples;
   update.local_steps = total_steps;
   update.planned_steps = planned_steps;
-  update.delta = ModelState::DifferenceFromModule(model, *input.global);
   update.metrics["train_loss"] = total_steps > 0 ? loss_sum.item<double>() / total_steps : 0.0;
+  std::map<std::string, TensorMap> states;
+  if (personal.empty()) {
+    update.delta = ModelState::DifferenceFromModule(model, *global);
+  } else {
+    update.delta = ModelState::DifferenceFromModule(model, *global).Without(personal_names);
+    TensorMap& own = states[kPersonalSlot];
+    for (const auto& item : model.named_parameters(/*recurse=*/true)) {
+      if (personal_names.count(item.key()) != 0) own[item.key()] = item.value().detach().clone();
+    }
+    for (const auto& item : model.named_buffers(/*recurse=*/true)) {
+      if (personal_names.count(item.key()) != 0) own[item.key()] = item.value().detach().clone();
+    }
+  }
   if (faults != nullptr) faults->Corrupt(input.client_id, input.round, update.delta);
   // Encoded before the hooks' AfterTraining, so that they see the delta as sent.
-  std::map<std::string, TensorMap> states;
   int64_t delta_bytes = update.delta.NumBytes();
   if (spec.upload().kind() != fedkit::CodecSpec::IDENTITY) {
     const CodecConfig codec = CodecFromSpec(spec.upload());
@@ -358,6 +394,11 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
                                                       "\" after training: ", status.message()));
     }
   }
+  if (!personal.empty()) {
+    // What a hook computed over the whole model (Elastic's sensitivities)
+    // leaves the personal tensors' entries behind too.
+    for (auto& [name, extra] : update.extras) extra = extra.Without(personal_names);
+  }
   update.bytes_sent = delta_bytes + NumBytes(update.extras);
   for (ActiveHook& h : hooks) states[h.name] = std::move(h.state);
   if (spec.keep_optimizer_state()) {
@@ -387,8 +428,8 @@ absl::StatusOr<ClientUpdate> LocalTrainer::Train(Model& model,
                                                  const LocalTrainingInput& input) const {
   absl::StatusOr<ClientUpdate> update;
   try {
-    update = TrainUnguarded(spec_, spec_hooks_, augmentation_, system_, faults_, *state_store_, model,
-                            input);
+    update = TrainUnguarded(spec_, spec_hooks_, augmentation_, system_, faults_, personal_,
+                            *state_store_, model, input);
   } catch (const c10::Error& e) {
     update = absl::InternalError(e.what_without_backtrace());
   }

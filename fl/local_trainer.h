@@ -6,6 +6,7 @@
 // run AfterTraining, and return delta = w_local - w_global with the hooks' extras.
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -65,6 +66,12 @@ class LocalTrainer {
   // Faulty clients (client.faults): they train on flipped labels or corrupt what
   // they send, as `faults` says (it must outlive the trainer). Default: none.
   void set_fault_model(const FaultModel* faults) { faults_ = faults; }
+  // Personalised FL: the tensors (by ModelState name) each client keeps for
+  // itself. A client trains from the global model with its own values of them
+  // (from the state store, slot kPersonalSlot; the global model's until it has
+  // any), its hooks see that model as the global one, and they are left out of
+  // the update (not sent, not counted in bytes_sent) and staged in the store.
+  void set_personal_tensors(std::vector<std::string> names) { personal_ = std::move(names); }
 
  private:
   fedkit::ClientTrainingSpec spec_;
@@ -73,6 +80,7 @@ class LocalTrainer {
   ImageAugmentation augmentation_;
   const SystemModel* system_ = nullptr;
   const FaultModel* faults_ = nullptr;
+  std::vector<std::string> personal_;
 };
 
 }  // namespace fl

@@ -17,6 +17,7 @@
 #include "fl/codec.h"
 #include "fl/fault_model.h"
 #include "fl/model.h"
+#include "fl/personalization.h"
 #include "fl/system_model.h"
 #include "fl/registry.h"
 #include "fl/spec.pb.h"
@@ -597,6 +598,37 @@ TEST_F(LocalTrainerTest, FaultyClientsFlipLabelsOrCorruptTheirUpdate) {
   for (size_t i = 0; i < expected->delta.size(); ++i) {
     EXPECT_TRUE(signed_update->delta.tensor(i).equal(-expected->delta.tensor(i)));
   }
+}
+
+TEST_F(LocalTrainerTest, PersonalTensorsStayOutOfTheUploadAndCarryOverToTheNextRound) {
+  // The bias is personal: the update holds the weight only, the client's trained
+  // bias waits in the store, and its next round starts from it, not from the
+  // global bias (zeros). The second round's learning rate is negligible, so its
+  // bias ends where it started.
+  LocalTrainer trainer(spec_, {}, &store_);
+  trainer.set_personal_tensors({"bias"});
+  RoundPlan plan;
+  auto first = trainer.Train(model_, Input(0, 1, plan));
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(first->delta.size(), 1u);
+  EXPECT_EQ(first->delta.entries()[0].name, "weight");
+  EXPECT_EQ(first->bytes_sent, 4 * 4);
+  store_.Commit(0);
+  const at::Tensor own = store_.Committed(0, kPersonalSlot).at("bias").clone();
+  EXPECT_TRUE(own.equal(model_.bias_.detach()));
+  ASSERT_GT(own.abs().max().item<float>(), 1e-3);
+
+  fedkit::ClientTrainingSpec still = spec_;
+  still.mutable_optimizer()->set_lr(1e-9);
+  LocalTrainer second(still, {}, &store_);
+  second.set_personal_tensors({"bias"});
+  for (int64_t client : {0, 1}) {
+    ASSERT_TRUE(second.Train(model_, Input(client, 2, plan)).ok());
+    store_.Commit(client);
+  }
+  EXPECT_TRUE(store_.Committed(0, kPersonalSlot).at("bias").allclose(own, 0, 1e-6));
+  // A client that never trained starts from the global model's.
+  EXPECT_TRUE(store_.Committed(1, kPersonalSlot).at("bias").allclose(at::zeros({2}), 0, 1e-6));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 // so factories must be cheap and side-effect free.
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,6 +46,15 @@ class Model : public torch::nn::Module {
   // linear and convolutional layer, in forward order. The default: Unimplemented,
   // for models that do not expose their layers.
   virtual absl::StatusOr<std::vector<LayerInput>> LayerInputs(const at::Tensor& x);
+
+  // Named groups of the model's tensors (parameters and buffers, by their
+  // ModelState names), for methods that share only some of them with the server
+  // (personalised FL: FedPer keeps the head, LG-FedAvg the body, FedBN the
+  // normalisation layers). The default, from the module tree: "head", the last
+  // linear layer (the classifier); "body", every tensor not in the head; "norm",
+  // the tensors of BatchNorm, GroupNorm, LayerNorm and InstanceNorm layers. A
+  // model whose classifier is not its last linear layer overrides this.
+  virtual std::map<std::string, std::vector<std::string>> ParameterGroups() const;
 
   // The random stream of the model's stochastic layers. Worker threads share
   // LibTorch's global generator, so the trainer gives each (client, round) its

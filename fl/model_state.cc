@@ -52,6 +52,45 @@ ModelState ModelState::Clone() const {
   return ModelState(std::move(entries));
 }
 
+ModelState ModelState::Without(const std::set<std::string>& names) const {
+  std::vector<Entry> entries;
+  for (const Entry& e : entries_) {
+    if (names.count(e.name) == 0) entries.push_back(e);
+  }
+  return ModelState(std::move(entries));
+}
+
+absl::StatusOr<ModelState> ModelState::WithReplaced(
+    const std::map<std::string, at::Tensor>& part) const {
+  ModelState replaced = *this;
+  size_t found = 0;
+  for (Entry& e : replaced.entries_) {
+    auto it = part.find(e.name);
+    if (it == part.end()) continue;
+    if (it->second.sizes() != e.tensor.sizes() || it->second.dtype() != e.tensor.dtype()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "\"", e.name, "\" is ", c10::str(it->second.sizes()), " ", std::string(it->second.dtype().name()),
+          ", expected ", c10::str(e.tensor.sizes()), " ", std::string(e.tensor.dtype().name())));
+    }
+    e.tensor = it->second;
+    ++found;
+  }
+  if (found != part.size()) {
+    for (const auto& [name, tensor] : part) {
+      bool here = false;
+      for (const Entry& e : entries_) here = here || e.name == name;
+      if (!here) return absl::InvalidArgumentError(absl::StrCat("\"", name, "\" is not in the model"));
+    }
+  }
+  return replaced;
+}
+
+std::map<std::string, at::Tensor> ModelState::TensorsByName() const {
+  std::map<std::string, at::Tensor> tensors;
+  for (const Entry& e : entries_) tensors.emplace(e.name, e.tensor);
+  return tensors;
+}
+
 ModelState ModelState::ZerosLike() const {
   std::vector<Entry> entries;
   entries.reserve(entries_.size());

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,15 @@ class ModelState {
 
   // Deep copy.
   ModelState Clone() const;
+  // The entries whose names are not in `names`, in order, sharing their tensors:
+  // the shared part of a model whose other tensors stay with the clients.
+  ModelState Without(const std::set<std::string>& names) const;
+  // This state with the entries named in `part` replaced by part's tensors; the
+  // others shared. InvalidArgument, naming the entry, when a name in `part` is not
+  // here or its shape or dtype differs.
+  absl::StatusOr<ModelState> WithReplaced(const std::map<std::string, at::Tensor>& part) const;
+  // Name -> tensor, sharing the tensors.
+  std::map<std::string, at::Tensor> TensorsByName() const;
   // Same names, shapes and dtypes, all zeros.
   ModelState ZerosLike() const;
 

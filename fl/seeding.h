@@ -28,6 +28,7 @@ enum class SeedStream : uint64_t {
   kBandwidth = 13,
   kAsyncDispatch = 14,
   kClientEvaluation = 15,
+  kFineTune = 16,
 };
 
 // SplitMix64 finaliser over the seed, the stream and each extra value in turn.

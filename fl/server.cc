@@ -175,13 +175,23 @@ class Server::Round {
   // The client's half of secure aggregation: masks its partial sums.
   void Contribute(size_t i, ClientUpdate update);
   void JoinWorkers();
+  // With personal tensors: the shared part the aggregator returned (and the
+  // evaluation model it set) completed with the global model's personal tensors.
+  absl::Status CompleteAggregate(ModelState& aggregated);
   bool owned(size_t i) const {
     return group_ == nullptr || server_.config_.client_ranks[cohort_[i]] == rank_;
+  }
+
+  // What the aggregator sees of the model: all of it, or the part the clients share.
+  const ModelState& lent() const {
+    return server_.config_.personal_tensors.empty() ? global_ : shared_;
   }
 
   Server& server_;
   const int round_;
   ModelState& global_;
+  // With personal tensors: global_ without them (its tensors shared).
+  ModelState shared_;
   Collective* const group_;
   const int rank_;
   std::vector<int> cohort_;
@@ -241,9 +251,12 @@ void Server::StartContext(int round) {
 absl::Status Server::Round::Configure() {
   server_.StartContext(round_);
   server_.EnterPhase(RoundPhase::kServer);
-  FL_ASSIGN_OR_RETURN(plan_, server_.aggregator_->Configure(global_, server_.context_));
+  if (!server_.config_.personal_tensors.empty()) {
+    shared_ = global_.Without(server_.config_.personal_tensors);
+  }
+  FL_ASSIGN_OR_RETURN(plan_, server_.aggregator_->Configure(lent(), server_.context_));
   bytes_down_each_ =
-      (server_.lossy_download() ? server_.progress_.download_bytes : global_.NumBytes()) +
+      (server_.lossy_download() ? server_.progress_.download_bytes : lent().NumBytes()) +
       NumBytes(plan_.broadcast);
   FL_RETURN_IF_ERROR(DrawCohort());
 
@@ -462,7 +475,7 @@ void Server::Round::ConsumeUpdates() {
     outcome_.bytes_down += bytes_down_each_;
     // Under secure aggregation the protocol's bytes are counted instead.
     if (update.ok() && !secure()) outcome_.bytes_up += update->bytes_sent;
-    const Triage triage = TriageUpdate(global_, config.incomplete, update);
+    const Triage triage = TriageUpdate(lent(), config.incomplete, update);
     if (!outcome_.Settle(triage, absl::StrCat("round ", round_),
                          server_.clients_[cohort_[i]]->id())) {
       Acknowledge(i, false);
@@ -488,7 +501,7 @@ void Server::Round::Contribute(size_t i, ClientUpdate update) {
   }
   const double loss = update.metrics.count("train_loss") ? update.metrics["train_loss"] : 0.0;
   const Contribution contribution{i, loss, update.num_examples, update.local_steps};
-  absl::Status status = secure_round_->Contribute(update, *server_.client_side_, global_,
+  absl::Status status = secure_round_->Contribute(update, *server_.client_side_, lent(),
                                                   server_.context_);
   if (!status.ok()) {
     Reject(i, "aggregator", status);
@@ -671,7 +684,8 @@ absl::StatusOr<Server::RoundOutcome> Server::Round::Finish() {
   if (rank_ == 0) {
     server_.SetStage(round_, "finalizing");
     FL_ASSIGN_OR_RETURN(ModelState aggregated,
-                        server_.aggregator_->Finalize(global_, server_.context_));
+                        server_.aggregator_->Finalize(lent(), server_.context_));
+    if (!server_.config_.personal_tensors.empty()) FL_RETURN_IF_ERROR(CompleteAggregate(aggregated));
     if (server_.lossy_download()) server_.Broadcast(global_, aggregated);
     global_ = std::move(aggregated);
     if (!global_.AllFinite()) {
@@ -684,6 +698,24 @@ absl::StatusOr<Server::RoundOutcome> Server::Round::Finish() {
     FL_RETURN_IF_ERROR(server_.SyncFromRankZero(global_));
   }
   return outcome_;
+}
+
+absl::Status Server::Round::CompleteAggregate(ModelState& aggregated) {
+  auto complete = [&](ModelState& part, const char* what) -> absl::Status {
+    if (absl::Status layout = shared_.CheckSameLayout(part); !layout.ok()) {
+      return absl::InternalError(absl::StrCat("round ", round_, ": the aggregator's ", what,
+                                              " is not the shared part of the model: ",
+                                              layout.message()));
+    }
+    FL_ASSIGN_OR_RETURN(part, global_.WithReplaced(part.TensorsByName()));
+    return absl::OkStatus();
+  };
+  FL_RETURN_IF_ERROR(complete(aggregated, "model"));
+  if (std::optional<ModelState>& evaluated = server_.context_.evaluation_model;
+      evaluated.has_value()) {
+    FL_RETURN_IF_ERROR(complete(*evaluated, "evaluation model"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Server::RoundOutcome> Server::RunRound(int round, ModelState& global) {

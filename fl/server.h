@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -169,6 +170,11 @@ struct ServerConfig {
   // Asynchronous mode (fl/async_loop.cc; see AsyncConfig). Unset: rounds.
   using Async = AsyncConfig;
   std::optional<Async> async;
+  // The tensors the clients keep for themselves (personalised FL: fl/
+  // personalization.h): the aggregator sees the model without them, and every
+  // update lacks them; the global model's values of them are where a client that
+  // has not trained yet starts. Synchronous rounds without a lossy download only.
+  std::set<std::string> personal_tensors;
 };
 
 class Server {

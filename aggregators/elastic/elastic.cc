@@ -402,6 +402,7 @@ class Elastic : public fl::Aggregator {
     properties.step_aware = base_->properties().step_aware;
     properties.needs_local_sgd = base_->properties().needs_local_sgd;
     properties.client_hooks = base_->properties().client_hooks;
+    properties.personal_groups = base_->properties().personal_groups;
     properties.client_hooks.insert(properties.client_hooks.begin(), kName);
     properties.sums_only =
         base_->properties().sums_only && normalizer_ != fedkit::aggregators::CLIENTS;

@@ -156,7 +156,9 @@ class ScaffoldHook : public fl::ClientHook {
     const fl::ModelState& c = context.broadcast->at(kBroadcastC);
 
     std::vector<fl::ModelState::Entry> model_entries;
+    // The shared parameters: the server has no control variate for a client's own.
     for (const auto& item : context.model->named_parameters(/*recurse=*/true)) {
+      if (context.personal != nullptr && context.personal->count(item.key()) != 0) continue;
       names_.push_back(item.key());
       parameters_.push_back(item.value());
       model_entries.push_back({item.key(), item.value(), false});

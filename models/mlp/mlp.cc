@@ -1,5 +1,5 @@
-// Multi-layer perceptron: flatten, then Linear + ReLU per hidden layer, then a
-// Linear classifier. Used by FedLAW (784-200-200-10), MA-Echo (bias-free
+// Multi-layer perceptron: flatten, then Linear (+ BatchNorm with batch_norm) +
+// ReLU per hidden layer, then a Linear classifier. Used by FedLAW (784-200-200-10), MA-Echo (bias-free
 // 784-400-200-100-10) and FedExP's Fashion-MNIST runs.
 //
 //   model {
@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <torch/nn/functional/batchnorm.h>
+#include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/activation.h>
@@ -28,10 +30,12 @@ namespace {
 
 class Mlp : public fl::Model {
  public:
-  Mlp(int64_t inputs, const std::vector<int64_t>& hidden, int64_t classes, bool bias) {
+  Mlp(int64_t inputs, const std::vector<int64_t>& hidden, int64_t classes, bool bias,
+      bool batch_norm) {
     int64_t width = inputs;
     for (size_t i = 0; i < hidden.size(); ++i) {
       layers_->push_back(torch::nn::Linear(torch::nn::LinearOptions(width, hidden[i]).bias(bias)));
+      if (batch_norm) layers_->push_back(torch::nn::BatchNorm1d(hidden[i]));
       layers_->push_back(torch::nn::ReLU());
       width = hidden[i];
     }
@@ -78,7 +82,7 @@ absl::StatusOr<std::unique_ptr<fl::Model>> CreateMlp(const fedkit::models::MlpOp
   const int64_t inputs = std::accumulate(args.input_shape.begin(), args.input_shape.end(),
                                          int64_t{1}, std::multiplies<int64_t>());
   return std::make_unique<Mlp>(inputs, hidden, args.num_classes,
-                               options.has_bias() ? options.bias() : true);
+                               options.has_bias() ? options.bias() : true, options.batch_norm());
 }
 
 FL_REGISTER_PLUGIN(fl::Model, "mlp", fedkit::models::MlpOptions, CreateMlp);

@@ -1,0 +1,95 @@
+// The plugin's own arithmetic: it declares its personal groups and hands the
+// shared part to its base. What the runner does with the groups (kept on the
+// clients, never uploaded, each client evaluated with its own) is checked in
+// runs by aggregators/personalization_test.cc.
+
+#include <ATen/ATen.h>
+
+#include "aggregators/common/partial_sharing_options.pb.h"
+#include "fl/aggregator.h"
+#include "fl/registry.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace aggregators {
+namespace {
+
+using ::fedkit::aggregators::PartialSharingOptions;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+absl::StatusOr<std::unique_ptr<fl::Aggregator>> Create(const PartialSharingOptions& options) {
+  google::protobuf::Any any;
+  any.PackFrom(options);
+  return fl::Registry<fl::Aggregator>::Global().Create("fedbn", any);
+}
+
+fl::ClientUpdate Update(std::vector<float> delta, int64_t n) {
+  fl::ClientUpdate update;
+  update.delta = fl::ModelState({{"w", at::tensor(delta), false}});
+  update.num_examples = n;
+  return update;
+}
+
+TEST(FedBnTest, KeepsThePapersGroupByDefaultOrTheGivenOnes) {
+  auto plain = Create({});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_THAT((*plain)->properties().personal_groups, ElementsAre("norm"));
+  PartialSharingOptions options;
+  options.add_personal_groups("head");
+  options.add_personal_groups("norm");
+  auto chosen = Create(options);
+  ASSERT_TRUE(chosen.ok()) << chosen.status();
+  EXPECT_THAT((*chosen)->properties().personal_groups, ElementsAre("head", "norm"));
+}
+
+TEST(FedBnTest, TheSharedPartTakesTheBasesStep) {
+  // Global shared w = (1, 2); client A (n = 1) delta (4, 0), client B (n = 3)
+  // delta (0, -4): FedAvg's w + (1/4)(4, 0) + (3/4)(0, -4) = (2, -1).
+  auto aggregator = *Create({});
+  fl::ServerContext context;
+  context.round = 1;
+  const fl::ModelState global({{"w", at::tensor({1.0f, 2.0f}), false}});
+  ASSERT_TRUE(aggregator->Configure(global, context).ok());
+  ASSERT_TRUE(aggregator->Accumulate(Update({4, 0}, 1), context).ok());
+  ASSERT_TRUE(aggregator->Accumulate(Update({0, -4}, 3), context).ok());
+  auto next = aggregator->Finalize(global, context);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_TRUE(next->tensor(0).allclose(at::tensor({2.0f, -1.0f})));
+  // Its partial sums are the base's, so it runs across processes and under
+  // secure aggregation as FedAvg does.
+  EXPECT_TRUE(aggregator->properties().sums_only);
+}
+
+TEST(FedBnTest, PassesOnItsBasesNeedsAndState) {
+  PartialSharingOptions options;
+  options.mutable_base()->set_name("fedadam");
+  auto aggregator = Create(options);
+  ASSERT_TRUE(aggregator.ok()) << aggregator.status();
+  EXPECT_THAT((*aggregator)->properties().personal_groups, ElementsAre("norm"));
+  // FedAdam's moments persist across rounds: a checkpoint must see them.
+  fl::ServerContext context;
+  context.round = 1;
+  const fl::ModelState global({{"w", at::tensor({1.0f, 2.0f}), false}});
+  ASSERT_TRUE((*aggregator)->Configure(global, context).ok());
+  ASSERT_TRUE((*aggregator)->Accumulate(Update({4, 0}, 1), context).ok());
+  ASSERT_TRUE((*aggregator)->Finalize(global, context).ok());
+  EXPECT_FALSE((*aggregator)->SaveState().empty());
+}
+
+TEST(FedBnTest, RefusesEmptyOrRepeatedGroupsAndAnUnknownBase) {
+  PartialSharingOptions options;
+  options.add_personal_groups("norm");
+  options.add_personal_groups("");
+  options.add_personal_groups("norm");
+  options.mutable_base()->set_name("no_such_aggregator");
+  auto aggregator = Create(options);
+  ASSERT_FALSE(aggregator.ok());
+  EXPECT_THAT(aggregator.status().message(), HasSubstr("options.personal_groups[1]: must not be empty"));
+  EXPECT_THAT(aggregator.status().message(),
+              HasSubstr("options.personal_groups[2]: \"norm\" is also personal_groups[0]"));
+  EXPECT_THAT(aggregator.status().message(), HasSubstr("options.base"));
+}
+
+}  // namespace
+}  // namespace aggregators

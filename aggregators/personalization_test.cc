@@ -1,0 +1,219 @@
+// Personalised FL through the real runner (BuildExperiment + RunExperiment) on a
+// slice of Fashion-MNIST: what each partial-sharing method keeps on its clients
+// never reaches the server (the global model's copy stays as initialised, the
+// upload is the shared part's size), each client's own tensors are kept in the
+// client state store (and so in checkpoints), and per-client accuracy is measured
+// with each client's own model. Also the "FedAvg + FT" evaluation, and the spec
+// combinations refused with personal tensors.
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "fl/checkpoint.h"
+#include "fl/experiment.h"
+#include "fl/model_file.h"
+#include "fl/personalization.h"
+#include "fl/spec_loader.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace aggregators {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kBaseSpec[] = R"pb(
+  name: "personalization"
+  seed: 3
+  device: CPU
+  dataset {
+    name: "fashion_mnist"
+    options {
+      [type.googleapis.com/fedkit.data.FashionMnistOptions] { train_limit: 500 test_limit: 500 }
+    }
+  }
+  partition {
+    name: "dirichlet"
+    num_clients: 5
+    options { [type.googleapis.com/fedkit.data.DirichletOptions] { alpha: 0.1 } }
+  }
+  model {
+    name: "mlp"
+    options { [type.googleapis.com/fedkit.models.MlpOptions] { hidden: [16] batch_norm: true } }
+  }
+  client { steps: 10 batch_size: 16 optimizer { kind: SGD lr: 0.1 } }
+  server { rounds: 3 clients_per_round: 5 }
+  output { write_inputs: true checkpoint_every: 3 }
+)pb";
+
+absl::StatusOr<fl::Experiment> Build(const std::string& overrides) {
+  auto spec = fl::ParseSpec(kBaseSpec, "kBaseSpec");
+  if (!spec.ok()) return spec.status();
+  if (absl::Status merged = fl::ApplyOverride(overrides, *spec); !merged.ok()) return merged;
+  return fl::BuildExperiment(*spec);
+}
+
+std::string Dir(const std::string& name) { return absl::StrCat(getenv("TEST_TMPDIR"), "/", name); }
+
+struct Family {
+  std::string aggregator;
+  // The model's tensors the method keeps (mlp, hidden [16], batch_norm:
+  // layers.0 Linear, layers.1 BatchNorm1d, layers.3 Linear).
+  std::vector<std::string> personal;
+};
+
+void PrintTo(const Family& f, std::ostream* os) { *os << f.aggregator; }
+
+class PartialSharingTest : public ::testing::TestWithParam<Family> {};
+
+TEST_P(PartialSharingTest, PersonalTensorsStayOnTheClientsAndShapeTheirAccuracy) {
+  const Family& family = GetParam();
+  auto experiment = Build(absl::StrCat("aggregator { name: '", family.aggregator, "' }"));
+  ASSERT_TRUE(experiment.ok()) << experiment.status();
+  ASSERT_EQ(experiment->personal_tensors, family.personal);
+  const std::string dir = Dir(family.aggregator);
+  auto result = fl::RunExperiment(*experiment, dir);
+  ASSERT_TRUE(result.ok()) << result.status();
+  auto initial = fl::ReadModelFile(dir + "/initial_model.pt", result->final_model);
+  ASSERT_TRUE(initial.ok()) << initial.status();
+
+  // The server's copy of each personal tensor is the initial one, bit for bit;
+  // every shared parameter moved.
+  const std::set<std::string> personal(family.personal.begin(), family.personal.end());
+  int64_t shared_bytes = 0;
+  for (size_t i = 0; i < initial->size(); ++i) {
+    const fl::ModelState::Entry& entry = result->final_model.entries()[i];
+    if (personal.count(entry.name) != 0) {
+      EXPECT_TRUE(entry.tensor.equal(initial->tensor(i))) << entry.name << " reached the server";
+    } else {
+      shared_bytes += entry.tensor.numel() * entry.tensor.element_size();
+      if (!entry.is_buffer) {
+        EXPECT_FALSE(entry.tensor.equal(initial->tensor(i))) << entry.name << " never moved";
+      }
+    }
+  }
+  // Uploads carry the shared part only: 5 clients a round, 3 rounds.
+  EXPECT_EQ(result->rows.back().bytes_up, 15 * shared_bytes);
+
+  // Each client's own tensors are in the checkpoint, trained, and its own.
+  auto checkpoint = fl::ReadCheckpoint(dir + "/" + fl::kCheckpointFile, at::kCPU);
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+  std::vector<fl::TensorMap> owns;
+  for (int64_t client = 0; client < 5; ++client) {
+    auto it = checkpoint->client_states.find({client, fl::kPersonalSlot});
+    ASSERT_NE(it, checkpoint->client_states.end()) << "client " << client;
+    ASSERT_EQ(it->second.size(), personal.size());
+    for (size_t i = 0; i < initial->size(); ++i) {
+      const std::string& name = initial->entries()[i].name;
+      if (personal.count(name) == 0) continue;
+      ASSERT_EQ(it->second.count(name), 1u) << name;
+      if (!initial->entries()[i].is_buffer || name.find("running") != std::string::npos) {
+        EXPECT_FALSE(it->second.at(name).equal(initial->tensor(i))) << name << " of " << client;
+      }
+    }
+    owns.push_back(it->second);
+  }
+  EXPECT_FALSE(owns[0].at(family.personal[0]).equal(owns[1].at(family.personal[0])));
+
+  // Per-client accuracy is each client's own model's: under Dirichlet(0.1) skew
+  // FedPer's own heads beat the global model with its untrained head by far (if
+  // the evaluation used the global model, the two would agree closely).
+  const fl::MetricsRow& last = result->rows.back();
+  ASSERT_EQ(last.client_accuracy.count("client_acc_mean"), 1u);
+  if (family.aggregator == "fedper") {
+    EXPECT_GT(last.client_accuracy.at("client_acc_mean"), last.test_accuracy + 0.2)
+        << "test accuracy " << last.test_accuracy;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Families, PartialSharingTest,
+    ::testing::Values(
+        Family{"fedper", {"layers.3.weight", "layers.3.bias"}},
+        Family{"lg_fedavg",
+               {"layers.0.weight", "layers.0.bias", "layers.1.weight", "layers.1.bias",
+                "layers.1.running_mean", "layers.1.running_var", "layers.1.num_batches_tracked"}},
+        Family{"fedbn",
+               {"layers.1.weight", "layers.1.bias", "layers.1.running_mean",
+                "layers.1.running_var", "layers.1.num_batches_tracked"}}),
+    [](const ::testing::TestParamInfo<Family>& info) { return info.param.aggregator; });
+
+TEST(PartialSharingSecureTest, SecureAggregationSumsTheSharedPartAlone) {
+  // One round of FedPer with and without secure aggregation: the clients mask
+  // only their shared deltas, so the heads never enter the sum (the server's
+  // stays as initialised either way) and the shared part agrees within the
+  // encoding's quantum.
+  const std::string fedper = "aggregator { name: 'fedper' } server { rounds: 1 } ";
+  auto plain = Build(fedper);
+  auto secure = Build(fedper + "server { secure_aggregation { update_norm_bound: 100 } }");
+  ASSERT_TRUE(plain.ok() && secure.ok()) << secure.status();
+  auto a = fl::RunExperiment(*plain, Dir("fedper_plain"));
+  auto b = fl::RunExperiment(*secure, Dir("fedper_secure"));
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->rows.back().clients, 5);
+  EXPECT_EQ(b->rows.back().diagnostics.at("secagg_aborted"), 0);
+  double largest_error = 0;
+  for (size_t i = 0; i < a->final_model.size(); ++i) {
+    const std::string& name = a->final_model.entries()[i].name;
+    const double error =
+        (a->final_model.tensor(i) - b->final_model.tensor(i)).abs().max().item<double>();
+    if (name.rfind("layers.3.", 0) == 0) {
+      EXPECT_EQ(error, 0.0) << name;
+    } else {
+      EXPECT_LE(error, 1e-3) << name;
+      largest_error = std::max(largest_error, error);
+    }
+  }
+  EXPECT_GT(largest_error, 0.0) << "quantised, the shared sums cannot all be exact";
+}
+
+TEST(FineTuningTest, EvaluatesTunedCopiesAndKeepsNothingOfThem) {
+  auto plain = Build("aggregator { name: 'fedavg' }");
+  auto tuned = Build(
+      "aggregator { name: 'fedavg' } server { client_evaluation { fine_tune_steps: 5 } }");
+  ASSERT_TRUE(plain.ok() && tuned.ok());
+  auto a = fl::RunExperiment(*plain, Dir("fedavg"));
+  auto b = fl::RunExperiment(*tuned, Dir("fedavg_ft"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  // Training and the global model are untouched by fine-tuning...
+  for (size_t i = 0; i < a->final_model.size(); ++i) {
+    EXPECT_TRUE(a->final_model.tensor(i).equal(b->final_model.tensor(i)));
+  }
+  EXPECT_EQ(a->rows.back().test_accuracy, b->rows.back().test_accuracy);
+  // ...and under label skew five local steps on its own data raise each
+  // client's accuracy on its own distribution.
+  EXPECT_GT(b->rows.back().client_accuracy.at("client_acc_mean"),
+            a->rows.back().client_accuracy.at("client_acc_mean") + 0.05);
+}
+
+TEST(PersonalizationRefusalsTest, NamesTheFieldThatCannotKeepPersonalTensors) {
+  auto async = Build("aggregator { name: 'fedper' } server { async { concurrency: 2 } }");
+  ASSERT_FALSE(async.ok());
+  EXPECT_THAT(async.status().message(), HasSubstr("server.async: the aggregator's clients keep"));
+  auto lossy = Build(
+      "aggregator { name: 'fedper' } server { download { kind: SPARSE_TERNARY fraction: 0.1 } }");
+  ASSERT_FALSE(lossy.ok());
+  EXPECT_THAT(lossy.status().message(), HasSubstr("server.download: "));
+  auto no_norm = Build(
+      "aggregator { name: 'fedbn' } model { options { [type.googleapis.com/fedkit.models."
+      "MlpOptions] { hidden: [16] } } }");
+  ASSERT_FALSE(no_norm.ok());
+  EXPECT_THAT(no_norm.status().message(),
+              HasSubstr("aggregator.options.personal_groups: the model has no parameter group "
+                        "\"norm\"; it has body, head"));
+  auto everything = Build(
+      "aggregator { name: 'fedper' options { [type.googleapis.com/fedkit.aggregators."
+      "PartialSharingOptions] { personal_groups: ['head', 'body'] } } }");
+  ASSERT_FALSE(everything.ok());
+  EXPECT_THAT(everything.status().message(), HasSubstr("nothing would be shared"));
+  auto fine_tune = Build("server { client_evaluation { fine_tune_steps: -1 } }");
+  ASSERT_FALSE(fine_tune.ok());
+  EXPECT_THAT(fine_tune.status().message(),
+              HasSubstr("server.client_evaluation.fine_tune_steps: must be >= 0, got -1"));
+}
+
+}  // namespace
+}  // namespace aggregators

@@ -1,0 +1,86 @@
+#include "fl/own_model_evaluation.h"
+
+#include <ATen/ATen.h>
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "fl/evaluator.h"
+#include "fl/local_trainer.h"
+#include "fl/personalization.h"
+#include "fl/seeding.h"
+#include "fl/status_macros.h"
+
+namespace fl {
+namespace {
+
+// The clients' training reduced to fine-tuning: K steps of SGD, nothing else.
+fedkit::ClientTrainingSpec FineTuningSpec(const OwnModelEvaluation& setup) {
+  fedkit::ClientTrainingSpec spec;
+  spec.set_steps(setup.fine_tune_steps);
+  spec.set_batch_size(setup.client.batch_size());
+  spec.set_max_grad_norm(setup.client.max_grad_norm());
+  spec.mutable_optimizer()->set_kind(fedkit::OptimizerSpec::SGD);
+  spec.mutable_optimizer()->set_lr(setup.fine_tune_learning_rate > 0
+                                       ? setup.fine_tune_learning_rate
+                                       : setup.client.optimizer().lr());
+  return spec;
+}
+
+}  // namespace
+
+absl::StatusOr<ClientAccuracy> EvaluateOwnModels(Model& model, const ModelState& evaluated,
+                                                 const OwnModelEvaluation& setup) {
+  const ClientTestSets& sets = *setup.sets;
+  ClientStateStore scratch;
+  const LocalTrainer fine_tuner(FineTuningSpec(setup), {}, &scratch, setup.augmentation);
+  const RoundPlan no_plan;
+  std::vector<double> per_client;
+  per_client.reserve(sets.clients.size());
+  int64_t offset = 0;
+  for (size_t p = 0; p < sets.clients.size(); ++p) {
+    const int64_t client = sets.clients[p];
+    const at::Tensor indices =
+        sets.indices.slice(0, offset, offset + sets.sizes[p]).to(setup.test->x.device());
+    offset += sets.sizes[p];
+    ModelState own = evaluated;
+    if (setup.personal != nullptr) {
+      const TensorMap& kept = setup.personal->Committed(client, kPersonalSlot);
+      if (!kept.empty()) {
+        absl::StatusOr<ModelState> replaced = evaluated.WithReplaced(kept);
+        if (!replaced.ok()) {
+          return absl::Status(replaced.status().code(),
+                              absl::StrCat("client ", client, "'s personal tensors: ",
+                                           replaced.status().message()));
+        }
+        own = *std::move(replaced);
+      }
+    }
+    if (setup.fine_tune_steps > 0) {
+      LocalTrainingInput input;
+      input.client_id = client;
+      input.round = 1;
+      input.seed = DeriveSeed(setup.seed, SeedStream::kFineTune, {static_cast<uint64_t>(client)});
+      input.global = &own;
+      input.plan = &no_plan;
+      input.examples = setup.train;
+      input.indices = &(*setup.shares)[static_cast<size_t>(client)];
+      absl::StatusOr<ClientUpdate> tuned = fine_tuner.Train(model, input);
+      if (!tuned.ok()) {
+        return absl::Status(tuned.status().code(),
+                            absl::StrCat("server.client_evaluation.fine_tune_steps: ",
+                                         tuned.status().message()));
+      }
+      own = ModelState::FromModule(model);
+    }
+    const Examples test = {setup.test->x.index_select(0, indices),
+                           setup.test->y.index_select(0, indices)};
+    FL_ASSIGN_OR_RETURN(Evaluation evaluation,
+                        Evaluate(model, own, test, setup.eval_batch_size));
+    per_client.push_back(evaluation.accuracy);
+  }
+  return SummarizeAccuracies(std::move(per_client));
+}
+
+}  // namespace fl

@@ -1,0 +1,44 @@
+#ifndef FL_PERSONALIZATION_H_
+#define FL_PERSONALIZATION_H_
+
+// Personalised FL's shape in a run: which of the model's tensors each client
+// keeps for itself (the aggregator's personal_groups, resolved against the
+// model's parameter groups), and which spec combinations cannot keep them.
+//
+// The runner does the rest: the local trainer restores a client's personal
+// tensors from the client state store before training and stores them again
+// after it, leaving them out of the update; the server lends its aggregator the
+// model without them; per-client evaluation assembles each client's own model.
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fl/aggregator.h"
+#include "fl/errors.h"
+#include "fl/model.h"
+#include "fl/spec.pb.h"
+
+namespace fl {
+
+// The client state store's slot for a client's personal tensors ('@' cannot
+// start a plugin name).
+inline constexpr char kPersonalSlot[] = "@personal";
+
+// The tensors of `groups` (Model::ParameterGroups), in the model's ModelState
+// order. InvalidArgument naming the model's groups when a group is unknown, or
+// when the groups cover every parameter (nothing would be aggregated).
+absl::StatusOr<std::vector<std::string>> PersonalTensors(const Model& model,
+                                                         const std::vector<std::string>& groups);
+
+// What a run with personal tensors cannot do yet, each an error at the field
+// that asks for it: asynchronous or one-shot rounds, several processes (each
+// client's tensors live on its owning rank, where the server cannot evaluate
+// them), a lossy download (the clients' copy of the model is the whole model)
+// and an aggregator that runs the model on the server's proxy set.
+void ValidatePersonalization(const fedkit::ExperimentSpec& spec,
+                             const AggregatorProperties& properties, ErrorList& errors);
+
+}  // namespace fl
+
+#endif  // FL_PERSONALIZATION_H_
