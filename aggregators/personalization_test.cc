@@ -170,10 +170,16 @@ TEST(PartialSharingSecureTest, SecureAggregationSumsTheSharedPartAlone) {
   EXPECT_GT(largest_error, 0.0) << "quantised, the shared sums cannot all be exact";
 }
 
+// Without BatchNorm: fine-tuning in training mode would also move its running
+// statistics towards the client's data, whatever the learning rate.
+constexpr char kFedAvgWithoutNorm[] =
+    "aggregator { name: 'fedavg' } model { options { [type.googleapis.com/fedkit.models."
+    "MlpOptions] { hidden: [16] } } } ";
+
 TEST(FineTuningTest, EvaluatesTunedCopiesAndKeepsNothingOfThem) {
-  auto plain = Build("aggregator { name: 'fedavg' }");
-  auto tuned = Build(
-      "aggregator { name: 'fedavg' } server { client_evaluation { fine_tune_steps: 5 } }");
+  auto plain = Build(kFedAvgWithoutNorm);
+  auto tuned = Build(absl::StrCat(kFedAvgWithoutNorm,
+                                  "server { client_evaluation { fine_tune_steps: 5 } }"));
   ASSERT_TRUE(plain.ok() && tuned.ok());
   auto a = fl::RunExperiment(*plain, Dir("fedavg"));
   auto b = fl::RunExperiment(*tuned, Dir("fedavg_ft"));
@@ -187,6 +193,16 @@ TEST(FineTuningTest, EvaluatesTunedCopiesAndKeepsNothingOfThem) {
   // client's accuracy on its own distribution.
   EXPECT_GT(b->rows.back().client_accuracy.at("client_acc_mean"),
             a->rows.back().client_accuracy.at("client_acc_mean") + 0.05);
+
+  // Fine-tuning at its own, negligible, learning rate changes nothing.
+  auto still = Build(absl::StrCat(kFedAvgWithoutNorm,
+                                  "server { client_evaluation { fine_tune_steps: 5 "
+                                  "fine_tune_learning_rate: 1e-9 } }"));
+  ASSERT_TRUE(still.ok()) << still.status();
+  auto c = fl::RunExperiment(*still, Dir("fedavg_ft_still"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_NEAR(c->rows.back().client_accuracy.at("client_acc_mean"),
+              a->rows.back().client_accuracy.at("client_acc_mean"), 0.01);
 }
 
 TEST(PersonalizationRefusalsTest, NamesTheFieldThatCannotKeepPersonalTensors) {

@@ -603,7 +603,10 @@ TEST(ValidationTest, ProxyTrainedAggregatorsNeedAProxySet) {
   for (const std::string& name : fl::Registry<fl::Aggregator>::Global().Names()) {
     auto aggregator = fl::Registry<fl::Aggregator>::Global().Create(name, {});
     ASSERT_TRUE(aggregator.ok()) << name;
-    auto experiment = fl::BuildExperiment(Spec(absl::StrCat("aggregator { name: '", name, "' }")));
+    // A model with normalisation layers, which FedBN keeps on the clients.
+    auto experiment = fl::BuildExperiment(Spec(absl::StrCat(
+        "aggregator { name: '", name, "' } model { options { [type.googleapis.com/fedkit.models."
+        "MlpOptions] { hidden: [64] batch_norm: true } } }")));
     if (!(*aggregator)->properties().uses_proxy) {
       EXPECT_TRUE(experiment.ok()) << name << ": " << experiment.status();
       continue;

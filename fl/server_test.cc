@@ -940,6 +940,7 @@ TEST(RunnerOptionsTest, ClientAccuracyColumnsAreWrittenAndCanBeTurnedOff) {
   const std::string summary((std::istreambuf_iterator<char>(summary_file)),
                             std::istreambuf_iterator<char>());
   EXPECT_THAT(summary, HasSubstr("\"client_evaluation\": {\"split\": \"label_matched\", "
+                                 "\"model\": \"global\", \"fine_tune_steps\": 0, "
                                  "\"clients\": 4"));
 
   const ExperimentResult off = RunTiny("server { client_evaluation { enabled: false } }",

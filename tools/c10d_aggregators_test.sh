@@ -77,6 +77,11 @@ declare -A options=(
   [server_ft]='options { [type.googleapis.com/fedkit.aggregators.ServerFtOptions] { sgd { epochs: 1 } } }'
   [dp_fedavg]='options { [type.googleapis.com/fedkit.aggregators.DpFedAvgOptions] { reproducible_noise: true } }'
 )
+# What else a case needs of the spec: FedBN keeps normalisation layers on the
+# clients, so its model needs some.
+declare -A spec_sets=(
+  [fedbn]='model { options { [type.googleapis.com/fedkit.models.MlpOptions] { hidden: [32] batch_norm: true } } }'
+)
 # Configurations whose partial sums the defaults leave out (norm clipping sums
 # only with a fixed bound): case name, then the aggregator.
 extra_cases=(
@@ -87,12 +92,13 @@ aggregators=$("$runner" --list=names | awk '$1 == "aggregator" {print $2}')
 [[ -n "$aggregators" ]] || { echo "FAIL run_experiment --list names no aggregator"; exit 1; }
 cases=()
 for aggregator in $aggregators; do
-  cases+=("$aggregator" "aggregator { name: \"$aggregator\" ${options[$aggregator]:-} }")
+  cases+=("$aggregator" "aggregator { name: \"$aggregator\" ${options[$aggregator]:-} } ${spec_sets[$aggregator]:-}")
 done
 cases+=("${extra_cases[@]}")
 
 summed=()
 gathered=()
+refused=()
 # One client's update missing (a NaN update, rejected): what the tolerance must
 # be far below.
 missing='client { faults { kind: NAN_UPDATE fraction: 0.125 } }'
@@ -101,7 +107,20 @@ for ((i = 0; i < ${#cases[@]}; i += 2)); do
   before=$failures
   run_in_process "$case" "$set_aggregator" || continue
   has_rounds "$tmp/$case" "$rounds" "$case in process" || continue
-  run_launched "$case.auto" "$set_aggregator" || continue
+  if ! "$launch" --processes=2 -- --spec="$spec" --output_dir="$tmp/$case.auto" \
+      --set="$set_aggregator" > "$tmp/$case.auto.log" 2>&1; then
+    # Personalised FL is refused across processes, as documented
+    # (docs/personalization.md); anything else is a failure.
+    if grep -q "simulation.backend: the aggregator's clients keep parameter groups" \
+        "$tmp/$case.auto.log"; then
+      refused+=("$case")
+      echo "ok $case: refused across processes (personal parameter groups)"
+    else
+      fail "$case.auto: launched run"
+      tail -30 "$tmp/$case.auto.log"
+    fi
+    continue
+  fi
   if grep -q "c10d: every update gathered to rank 0" "$tmp/$case.auto.log"; then
     gathered+=("$case")
     bit_for_bit "$case" "$case.auto"
@@ -132,6 +151,7 @@ for ((i = 0; i < ${#cases[@]}; i += 2)); do
 done
 echo "partial sums all-reduced: ${summed[*]:-none}"
 echo "updates gathered: ${gathered[*]:-none}"
+echo "refused (personal parameter groups): ${refused[*]:-none}"
 [[ ${#summed[@]} -gt 0 ]] || fail "no aggregator all-reduced partial sums"
 
 [[ $failures -eq 0 ]] || { echo "$failures failure(s)"; exit 1; }
