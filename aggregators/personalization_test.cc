@@ -205,6 +205,35 @@ TEST(FineTuningTest, EvaluatesTunedCopiesAndKeepsNothingOfThem) {
               a->rows.back().client_accuracy.at("client_acc_mean"), 0.01);
 }
 
+TEST(FineTuningTest, AClientWhoseFineTuningFailsIsCountedAndAllFailingStopsTheRun) {
+  // 100 examples a client (IID), batches of 99 and BatchNorm: one step is a
+  // batch of 99, a second the one example left, which BatchNorm cannot train on.
+  auto build = [](const std::string& overrides) -> absl::StatusOr<fl::Experiment> {
+    auto spec = fl::ParseSpec(kBaseSpec, "kBaseSpec");
+    if (!spec.ok()) return spec.status();
+    spec->mutable_partition()->set_name("iid");
+    spec->mutable_partition()->clear_options();
+    absl::Status merged = fl::ApplyOverride(
+        "aggregator { name: 'fedavg' } client { steps: 1 batch_size: 99 } server { rounds: 1 } " +
+            overrides,
+        *spec);
+    if (!merged.ok()) return merged;
+    return fl::BuildExperiment(*spec);
+  };
+  auto one_step = build("server { client_evaluation { fine_tune_steps: 1 } }");
+  ASSERT_TRUE(one_step.ok()) << one_step.status();
+  auto fine = fl::RunExperiment(*one_step, Dir("ft_one_step"));
+  ASSERT_TRUE(fine.ok()) << fine.status();
+  EXPECT_EQ(fine->rows.back().client_accuracy.at("client_ft_failed"), 0.0);
+  auto two_steps = build("server { client_evaluation { fine_tune_steps: 2 } }");
+  ASSERT_TRUE(two_steps.ok()) << two_steps.status();
+  auto failed = fl::RunExperiment(*two_steps, Dir("ft_two_steps"));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_THAT(failed.status().message(),
+              HasSubstr("server.client_evaluation.fine_tune_steps: fine-tuning failed for every "
+                        "client; first: client "));
+}
+
 TEST(PersonalizationRefusalsTest, NamesTheFieldThatCannotKeepPersonalTensors) {
   auto async = Build("aggregator { name: 'fedper' } server { async { concurrency: 2 } }");
   ASSERT_FALSE(async.ok());

@@ -1015,8 +1015,16 @@ class ServerSide {
     setup.fine_tune_learning_rate = spec.fine_tune_learning_rate();
     setup.seed = experiment_.spec.seed();
     setup.eval_batch_size = eval_batch_;
-    FL_ASSIGN_OR_RETURN(ClientAccuracy accuracy, EvaluateOwnModels(global_model_, state, setup));
-    evaluation->client_accuracy = ClientAccuracyColumns(accuracy);
+    FL_ASSIGN_OR_RETURN(OwnModelAccuracy own, EvaluateOwnModels(global_model_, state, setup));
+    if (own.fine_tuning_failed > 0) {
+      LOG(WARNING) << "server.client_evaluation: fine-tuning failed for " << own.fine_tuning_failed
+                   << " of " << client_tests_->clients.size()
+                   << " client(s), left out of client_acc_*; first: " << own.first_failure;
+    }
+    evaluation->client_accuracy = ClientAccuracyColumns(own.accuracy);
+    if (spec.fine_tune_steps() > 0) {
+      evaluation->client_accuracy["client_ft_failed"] = static_cast<double>(own.fine_tuning_failed);
+    }
     return evaluation;
   }
   absl::StatusOr<Evaluation> AddClientAccuracy(absl::StatusOr<Evaluation> evaluation) const {

@@ -30,12 +30,13 @@ fedkit::ClientTrainingSpec FineTuningSpec(const OwnModelEvaluation& setup) {
 
 }  // namespace
 
-absl::StatusOr<ClientAccuracy> EvaluateOwnModels(Model& model, const ModelState& evaluated,
-                                                 const OwnModelEvaluation& setup) {
+absl::StatusOr<OwnModelAccuracy> EvaluateOwnModels(Model& model, const ModelState& evaluated,
+                                                   const OwnModelEvaluation& setup) {
   const ClientTestSets& sets = *setup.sets;
   ClientStateStore scratch;
   const LocalTrainer fine_tuner(FineTuningSpec(setup), {}, &scratch, setup.augmentation);
   const RoundPlan no_plan;
+  OwnModelAccuracy result;
   std::vector<double> per_client;
   per_client.reserve(sets.clients.size());
   int64_t offset = 0;
@@ -68,9 +69,8 @@ absl::StatusOr<ClientAccuracy> EvaluateOwnModels(Model& model, const ModelState&
       input.indices = &(*setup.shares)[static_cast<size_t>(client)];
       absl::StatusOr<ClientUpdate> tuned = fine_tuner.Train(model, input);
       if (!tuned.ok()) {
-        return absl::Status(tuned.status().code(),
-                            absl::StrCat("server.client_evaluation.fine_tune_steps: ",
-                                         tuned.status().message()));
+        if (result.fine_tuning_failed++ == 0) result.first_failure = tuned.status();
+        continue;
       }
       own = ModelState::FromModule(model);
     }
@@ -80,7 +80,13 @@ absl::StatusOr<ClientAccuracy> EvaluateOwnModels(Model& model, const ModelState&
                         Evaluate(model, own, test, setup.eval_batch_size));
     per_client.push_back(evaluation.accuracy);
   }
-  return SummarizeAccuracies(std::move(per_client));
+  if (per_client.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "server.client_evaluation.fine_tune_steps: fine-tuning failed for every client; first: ",
+        result.first_failure.message()));
+  }
+  result.accuracy = SummarizeAccuracies(std::move(per_client));
+  return result;
 }
 
 }  // namespace fl

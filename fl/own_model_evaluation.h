@@ -11,7 +11,9 @@
 //
 // Fine-tuning is plain SGD at `fine_tune_learning_rate` with the client's batch
 // size, its batches drawn from a stream of (seed, client): the same every time a
-// client is evaluated, so a run and its resumed twin agree.
+// client is evaluated, so a run and its resumed twin agree. A client whose
+// fine-tuning fails is left out of the summary and counted, as a client whose
+// training fails is left out of a round.
 
 #include <cstdint>
 #include <vector>
@@ -44,9 +46,19 @@ struct OwnModelEvaluation {
   int64_t eval_batch_size = 1;
 };
 
+struct OwnModelAccuracy {
+  // Over the clients evaluated.
+  ClientAccuracy accuracy;
+  // Clients whose fine-tuning failed (a BatchNorm layer given a one-example
+  // batch, say), left out of `accuracy`, and the first one's error.
+  int64_t fine_tuning_failed = 0;
+  absl::Status first_failure;
+};
+
 // `model`: a replica to work in (its weights and generator are overwritten).
-absl::StatusOr<ClientAccuracy> EvaluateOwnModels(Model& model, const ModelState& evaluated,
-                                                 const OwnModelEvaluation& setup);
+// FailedPrecondition when fine-tuning failed for every client.
+absl::StatusOr<OwnModelAccuracy> EvaluateOwnModels(Model& model, const ModelState& evaluated,
+                                                   const OwnModelEvaluation& setup);
 
 }  // namespace fl
 

@@ -1,7 +1,11 @@
-// The plugin's own arithmetic: it declares its personal groups and hands the
+// The partial-sharing plugins (fedper, lg_fedavg, fedbn), each by its registered
+// name: it declares its paper's personal groups (or the given ones) and hands the
 // shared part to its base. What the runner does with the groups (kept on the
 // clients, never uploaded, each client evaluated with its own) is checked in
 // runs by aggregators/personalization_test.cc.
+
+#include <ostream>
+#include <string>
 
 #include <ATen/ATen.h>
 
@@ -18,11 +22,21 @@ using ::fedkit::aggregators::PartialSharingOptions;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-absl::StatusOr<std::unique_ptr<fl::Aggregator>> Create(const PartialSharingOptions& options) {
-  google::protobuf::Any any;
-  any.PackFrom(options);
-  return fl::Registry<fl::Aggregator>::Global().Create("lg_fedavg", any);
-}
+struct Plugin {
+  std::string name;
+  std::string paper_group;
+};
+
+void PrintTo(const Plugin& plugin, std::ostream* os) { *os << plugin.name; }
+
+class PartialSharingTest : public ::testing::TestWithParam<Plugin> {
+ protected:
+  absl::StatusOr<std::unique_ptr<fl::Aggregator>> Create(const PartialSharingOptions& options) {
+    google::protobuf::Any any;
+    any.PackFrom(options);
+    return fl::Registry<fl::Aggregator>::Global().Create(GetParam().name, any);
+  }
+};
 
 fl::ClientUpdate Update(std::vector<float> delta, int64_t n) {
   fl::ClientUpdate update;
@@ -31,10 +45,10 @@ fl::ClientUpdate Update(std::vector<float> delta, int64_t n) {
   return update;
 }
 
-TEST(LgFedAvgTest, KeepsThePapersGroupByDefaultOrTheGivenOnes) {
+TEST_P(PartialSharingTest, KeepsThePapersGroupByDefaultOrTheGivenOnes) {
   auto plain = Create({});
   ASSERT_TRUE(plain.ok()) << plain.status();
-  EXPECT_THAT((*plain)->properties().personal_groups, ElementsAre("body"));
+  EXPECT_THAT((*plain)->properties().personal_groups, ElementsAre(GetParam().paper_group));
   PartialSharingOptions options;
   options.add_personal_groups("head");
   options.add_personal_groups("norm");
@@ -43,7 +57,7 @@ TEST(LgFedAvgTest, KeepsThePapersGroupByDefaultOrTheGivenOnes) {
   EXPECT_THAT((*chosen)->properties().personal_groups, ElementsAre("head", "norm"));
 }
 
-TEST(LgFedAvgTest, TheSharedPartTakesTheBasesStep) {
+TEST_P(PartialSharingTest, TheSharedPartTakesTheBasesStep) {
   // Global shared w = (1, 2); client A (n = 1) delta (4, 0), client B (n = 3)
   // delta (0, -4): FedAvg's w + (1/4)(4, 0) + (3/4)(0, -4) = (2, -1).
   auto aggregator = *Create({});
@@ -61,12 +75,12 @@ TEST(LgFedAvgTest, TheSharedPartTakesTheBasesStep) {
   EXPECT_TRUE(aggregator->properties().sums_only);
 }
 
-TEST(LgFedAvgTest, PassesOnItsBasesNeedsAndState) {
+TEST_P(PartialSharingTest, PassesOnItsBasesNeedsAndState) {
   PartialSharingOptions options;
   options.mutable_base()->set_name("fedadam");
   auto aggregator = Create(options);
   ASSERT_TRUE(aggregator.ok()) << aggregator.status();
-  EXPECT_THAT((*aggregator)->properties().personal_groups, ElementsAre("body"));
+  EXPECT_THAT((*aggregator)->properties().personal_groups, ElementsAre(GetParam().paper_group));
   // FedAdam's moments persist across rounds: a checkpoint must see them.
   fl::ServerContext context;
   context.round = 1;
@@ -77,7 +91,7 @@ TEST(LgFedAvgTest, PassesOnItsBasesNeedsAndState) {
   EXPECT_FALSE((*aggregator)->SaveState().empty());
 }
 
-TEST(LgFedAvgTest, RefusesEmptyOrRepeatedGroupsAndAnUnknownBase) {
+TEST_P(PartialSharingTest, RefusesEmptyOrRepeatedGroupsAndAnUnknownBase) {
   PartialSharingOptions options;
   options.add_personal_groups("body");
   options.add_personal_groups("");
@@ -90,6 +104,24 @@ TEST(LgFedAvgTest, RefusesEmptyOrRepeatedGroupsAndAnUnknownBase) {
               HasSubstr("options.personal_groups[2]: \"body\" is also personal_groups[0]"));
   EXPECT_THAT(aggregator.status().message(), HasSubstr("options.base"));
 }
+
+TEST(PartialSharingTest, GroupsOfAPartialSharingBaseAddUp) {
+  // FedPer over FedBN: the clients keep FedBN's normalisation layers and FedPer's head.
+  PartialSharingOptions options;
+  options.mutable_base()->set_name("fedbn");
+  google::protobuf::Any any;
+  any.PackFrom(options);
+  auto aggregator = fl::Registry<fl::Aggregator>::Global().Create("fedper", any);
+  ASSERT_TRUE(aggregator.ok()) << aggregator.status();
+  EXPECT_THAT((*aggregator)->properties().personal_groups, ElementsAre("norm", "head"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Plugins, PartialSharingTest,
+                         ::testing::Values(Plugin{"fedper", "head"}, Plugin{"lg_fedavg", "body"},
+                                           Plugin{"fedbn", "norm"}),
+                         [](const ::testing::TestParamInfo<Plugin>& info) {
+                           return info.param.name;
+                         });
 
 }  // namespace
 }  // namespace aggregators
