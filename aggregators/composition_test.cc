@@ -156,6 +156,8 @@ std::vector<Case> Cases() {
                      Aggregator("fedper", "PartialSharingOptions",
                                 absl::StrCat("base { name: '", base, "' }"))});
   }
+  cases.push_back({"fedbabu_over_scaffold", Aggregator("fedbabu", "FedBabuOptions",
+                                                       "base { name: 'scaffold' }")});
   cases.push_back({"fedbn_with_fedprox",
                    absl::StrCat(Aggregator("fedbn"), " client { hooks { name: 'fedprox' } }")});
   // FedBN keeps the normalisation layers: the model needs some.
@@ -194,18 +196,19 @@ class CompositionTest : public ::testing::TestWithParam<Case> {
     auto experiment = fl::BuildExperiment(*spec);
     EXPECT_TRUE(experiment.ok()) << experiment.status();
     if (!experiment.ok()) return {};
-    personal_ = {experiment->personal_tensors.begin(), experiment->personal_tensors.end()};
+    unshared_ = {experiment->personal_tensors.begin(), experiment->personal_tensors.end()};
+    unshared_.insert(experiment->frozen_tensors.begin(), experiment->frozen_tensors.end());
     auto result = fl::RunExperiment(
         *experiment, absl::StrCat(getenv("TEST_TMPDIR"), "/", GetParam().name, "_w", workers));
     EXPECT_TRUE(result.ok()) << result.status();
     return result.ok() ? *std::move(result) : fl::ExperimentResult();
   }
-  // What goes up and down: the model without the tensors the clients keep.
+  // What goes up and down: the model without the tensors it does not share.
   int64_t SharedBytes(const fl::ExperimentResult& result) const {
-    return result.final_model.Without(personal_).NumBytes();
+    return result.final_model.Without(unshared_).NumBytes();
   }
 
-  std::set<std::string> personal_;
+  std::set<std::string> unshared_;
 };
 
 TEST_P(CompositionTest, EveryUpdateAcceptedFiniteAndIndependentOfWorkers) {

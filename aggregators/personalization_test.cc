@@ -140,6 +140,39 @@ INSTANTIATE_TEST_SUITE_P(
                 "layers.1.running_var", "layers.1.num_batches_tracked"}}),
     [](const ::testing::TestParamInfo<Family>& info) { return info.param.aggregator; });
 
+TEST(FedBabuRunTest, TheHeadIsNeverTrainedAndFineTuningPersonalises) {
+  auto experiment = Build(
+      "aggregator { name: 'fedbabu' } server { client_evaluation { fine_tune_steps: 10 } }");
+  ASSERT_TRUE(experiment.ok()) << experiment.status();
+  ASSERT_EQ(experiment->frozen_tensors,
+            (std::vector<std::string>{"layers.3.weight", "layers.3.bias"}));
+  const std::string dir = Dir("fedbabu");
+  auto result = fl::RunExperiment(*experiment, dir);
+  ASSERT_TRUE(result.ok()) << result.status();
+  auto initial = fl::ReadModelFile(dir + "/initial_model.pt", result->final_model);
+  ASSERT_TRUE(initial.ok()) << initial.status();
+  int64_t shared_bytes = 0;
+  for (size_t i = 0; i < initial->size(); ++i) {
+    const fl::ModelState::Entry& entry = result->final_model.entries()[i];
+    if (entry.name.rfind("layers.3.", 0) == 0) {
+      EXPECT_TRUE(entry.tensor.equal(initial->tensor(i))) << entry.name << " was trained";
+    } else {
+      shared_bytes += entry.tensor.numel() * entry.tensor.element_size();
+    }
+  }
+  EXPECT_EQ(result->rows.back().bytes_up, 15 * shared_bytes);
+  // Nothing is personal: the clients keep no tensors of their own.
+  auto checkpoint = fl::ReadCheckpoint(dir + "/" + fl::kCheckpointFile, at::kCPU);
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+  for (const auto& [key, tensors] : checkpoint->client_states) {
+    EXPECT_NE(key.second, fl::kPersonalSlot) << "client " << key.first;
+  }
+  // Fine-tuning the whole model on each client's own data personalises it.
+  const fl::MetricsRow& last = result->rows.back();
+  EXPECT_GT(last.client_accuracy.at("client_acc_mean"), last.test_accuracy + 0.1)
+      << "test accuracy " << last.test_accuracy;
+}
+
 TEST(PartialSharingSecureTest, SecureAggregationSumsTheSharedPartAlone) {
   // One round of FedPer with and without secure aggregation: the clients mask
   // only their shared deltas, so the heads never enter the sum (the server's

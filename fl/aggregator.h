@@ -144,6 +144,10 @@ struct AggregatorProperties {
   // model: every ModelState it sees (global, deltas) lacks them. Empty: all shared.
   // Wrappers pass their base's on.
   std::vector<std::string> personal_groups;
+  // The model's parameter groups no client trains (FedBABU's head): they keep the
+  // initial values everywhere, out of the optimiser, the update and what the
+  // aggregator sees, as personal groups are. Wrappers pass their base's on.
+  std::vector<std::string> frozen_groups;
   // Reads ClientUpdate::local_steps (FedNova's normalisation): it corrects for incomplete updates itself, so validation refuses
   // server.incomplete_updates: SCALE, which would correct them a second time. The
   // conformance suite checks the claim both ways: the result (or the state kept)

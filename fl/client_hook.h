@@ -33,10 +33,11 @@ struct HookContext {
   Model* model = nullptr;
   // The server's model with this client's own personal tensors, if it keeps any.
   const ModelState* global = nullptr;
-  // The tensors (by name) the client keeps for itself (personalised FL: fl/
-  // personalization.h); null or empty: none. The server's broadcasts and the update's
-  // delta lack them, and any extra's entries of these names are dropped.
-  const std::set<std::string>* personal = nullptr;
+  // The tensors (by name) the server does not see (fl/personalization.h): the
+  // client's own personal ones and the frozen ones, which nobody trains; null or
+  // empty: none. The server's broadcasts and the update's delta lack them, and any
+  // extra's entries of these names are dropped.
+  const std::set<std::string>* unshared = nullptr;
   // Tensors the aggregator broadcast this round (RoundPlan::broadcast).
   const ExtraStates* broadcast = nullptr;
   // This hook's persistent state on this client, as of its last accepted update.

@@ -521,13 +521,13 @@ absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec) {
     check_needs(*experiment.aggregator, spec.aggregator().name());
     const AggregatorProperties properties = experiment.aggregator->properties();
     ValidatePersonalization(spec, properties, errors);
-    if (model != nullptr && !properties.personal_groups.empty()) {
-      absl::StatusOr<std::vector<std::string>> personal =
-          PersonalTensors(*model, properties.personal_groups);
-      if (personal.ok()) {
-        experiment.personal_tensors = *std::move(personal);
+    if (model != nullptr) {
+      absl::StatusOr<UnsharedTensors> unshared = ResolveUnshared(*model, properties);
+      if (unshared.ok()) {
+        experiment.personal_tensors = std::move(unshared->personal);
+        experiment.frozen_tensors = std::move(unshared->frozen);
       } else {
-        errors.AddStatus("aggregator.options.personal_groups: ", personal.status());
+        errors.AddStatus("", unshared.status());
       }
     }
     if (spec.server().has_async() && !experiment.aggregator->properties().sums_only) {
@@ -924,8 +924,10 @@ class ServerSide {
     ServerConfig config = ServerConfigFor(spec, experiment_.threads, group_,
                                           federation_.client_ranks(), federation_.client_sizes());
     config.on_evaluated = std::move(on_round);
-    config.personal_tensors = {experiment_.personal_tensors.begin(),
+    config.unshared_tensors = {experiment_.personal_tensors.begin(),
                                experiment_.personal_tensors.end()};
+    config.unshared_tensors.insert(experiment_.frozen_tensors.begin(),
+                                   experiment_.frozen_tensors.end());
     config.task_seconds = [this](int64_t client, int round, int64_t bytes_down) {
       return federation_.TaskSeconds(client, round, bytes_down);
     };
@@ -1082,10 +1084,10 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
     return absl::FailedPreconditionError(
         "a deployment's server is one process: simulation.backend must not be C10D");
   }
-  if (reach_clients && !experiment.personal_tensors.empty()) {
+  if (reach_clients && !(experiment.personal_tensors.empty() && experiment.frozen_tensors.empty())) {
     return absl::FailedPreconditionError(
-        "a deployment cannot run an aggregator whose clients keep personal parameter groups "
-        "yet: the server would need each client's own tensors to evaluate it");
+        "a deployment cannot run an aggregator whose clients keep personal or frozen parameter "
+        "groups yet: the server would need each client's own tensors to evaluate it");
   }
   ApplyAndReportThreads(experiment.threads);
   FL_ASSIGN_OR_RETURN(std::unique_ptr<Collective> group, JoinProcessGroup(spec));

@@ -53,6 +53,9 @@ struct Experiment {
   // The tensors each client keeps for itself (the aggregator's personal_groups
   // resolved against the model's groups: fl/personalization.h); empty: all shared.
   std::vector<std::string> personal_tensors;
+  // The tensors no client trains (the aggregator's frozen_groups); kept out of
+  // the update and of what the aggregator sees, as personal ones are.
+  std::vector<std::string> frozen_tensors;
 };
 
 absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec);

@@ -1,6 +1,8 @@
 #include "fl/federation.h"
 
 #include <random>
+#include <set>
+#include <string>
 #include <utility>
 
 #include <ATen/ATen.h>
@@ -196,16 +198,18 @@ Federation::Federation(const Experiment& experiment, RunData data,
   if (spec.client().has_system()) trainer_.set_system_model(&system_);
   if (spec.client().faults_size() > 0) trainer_.set_fault_model(&faults_);
   trainer_.set_personal_tensors(experiment.personal_tensors);
+  trainer_.set_frozen_tensors(experiment.frozen_tensors);
   for (const std::vector<int64_t>& share : data_.shares) {
     client_sizes_.push_back(static_cast<int64_t>(share.size()));
     num_examples_ += static_cast<int64_t>(share.size());
   }
   if (group != nullptr) client_ranks_ = AssignClientsToRanks(client_sizes_, group->world_size());
   {
-    // What a client uploads: the model without its personal tensors.
-    const ModelState shape =
-        ModelState::FromModule(pool_.Acquire()->model())
-            .Without({experiment.personal_tensors.begin(), experiment.personal_tensors.end()});
+    // What a client uploads: the model without its personal and frozen tensors.
+    std::set<std::string> unshared(experiment.personal_tensors.begin(),
+                                   experiment.personal_tensors.end());
+    unshared.insert(experiment.frozen_tensors.begin(), experiment.frozen_tensors.end());
+    const ModelState shape = ModelState::FromModule(pool_.Acquire()->model()).Without(unshared);
     upload_bytes_ = spec.client().upload().kind() == fedkit::CodecSpec::IDENTITY
                         ? shape.NumBytes()
                         : Encode(shape, CodecFromSpec(spec.client().upload())).bytes;

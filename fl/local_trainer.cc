@@ -18,6 +18,7 @@
 #include <torch/optim/sgd.h>
 
 #include "absl/algorithm/container.h"
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "fl/augmentation.h"
 #include "fl/batch_order_file.h"
@@ -163,6 +164,7 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
                                             const ImageAugmentation& augmentation,
                                             const SystemModel* system, const FaultModel* faults,
                                             const std::vector<std::string>& personal,
+                                            const std::vector<std::string>& frozen,
                                             ClientStateStore& state_store, Model& model,
                                             const LocalTrainingInput& input) {
   if (input.start != nullptr) {
@@ -175,6 +177,9 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
     }
   }
   const std::set<std::string> personal_names(personal.begin(), personal.end());
+  // What the server does not see: the personal tensors and the frozen ones.
+  std::set<std::string> unshared = personal_names;
+  unshared.insert(frozen.begin(), frozen.end());
   // The global model with the client's own personal tensors: what it trains from,
   // what its hooks see as the global model and what its update is relative to.
   ModelState own_global;
@@ -192,6 +197,16 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
     }
   }
   FL_RETURN_IF_ERROR((input.start != nullptr ? input.start : global)->LoadInto(model));
+  // Frozen tensors stay out of the optimiser (FlatParameters lays out only those
+  // that require gradients) for this client's round; the replica serves others.
+  std::vector<at::Tensor> frozen_parameters;
+  for (const auto& item : model.named_parameters(/*recurse=*/true)) {
+    if (absl::c_linear_search(frozen, item.key())) frozen_parameters.push_back(item.value());
+  }
+  for (at::Tensor& p : frozen_parameters) p.requires_grad_(false);
+  absl::Cleanup unfreeze = [&frozen_parameters] {
+    for (at::Tensor& p : frozen_parameters) p.requires_grad_(true);
+  };
   const at::Device device = input.examples->x.device();
   model.set_generator(
       SeededGenerator(device, DeriveSeed(input.seed, SeedStream::kModelNoise)));
@@ -227,7 +242,7 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
     context.round = input.round;
     context.model = &model;
     context.global = global;
-    context.personal = &personal_names;
+    context.unshared = &unshared;
     context.broadcast = &input.plan->broadcast;
     context.state = &h.state;
     context.examples = input.examples;
@@ -345,10 +360,9 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
   update.planned_steps = planned_steps;
   update.metrics["train_loss"] = total_steps > 0 ? loss_sum.item<double>() / total_steps : 0.0;
   std::map<std::string, TensorMap> states;
-  if (personal.empty()) {
-    update.delta = ModelState::DifferenceFromModule(model, *global);
-  } else {
-    update.delta = ModelState::DifferenceFromModule(model, *global).Without(personal_names);
+  update.delta = unshared.empty() ? ModelState::DifferenceFromModule(model, *global)
+                                  : ModelState::DifferenceFromModule(model, *global).Without(unshared);
+  if (!personal.empty()) {
     TensorMap& own = states[kPersonalSlot];
     for (const auto& item : model.named_parameters(/*recurse=*/true)) {
       if (personal_names.count(item.key()) != 0) own[item.key()] = item.value().detach().clone();
@@ -394,10 +408,10 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
                                                       "\" after training: ", status.message()));
     }
   }
-  if (!personal.empty()) {
-    // What a hook computed over the whole model (Elastic's sensitivities)
-    // leaves the personal tensors' entries behind too.
-    for (auto& [name, extra] : update.extras) extra = extra.Without(personal_names);
+  if (!unshared.empty()) {
+    // What a hook computed over the whole model leaves the unshared tensors'
+    // entries behind too.
+    for (auto& [name, extra] : update.extras) extra = extra.Without(unshared);
   }
   update.bytes_sent = delta_bytes + NumBytes(update.extras);
   for (ActiveHook& h : hooks) states[h.name] = std::move(h.state);
@@ -429,7 +443,7 @@ absl::StatusOr<ClientUpdate> LocalTrainer::Train(Model& model,
   absl::StatusOr<ClientUpdate> update;
   try {
     update = TrainUnguarded(spec_, spec_hooks_, augmentation_, system_, faults_, personal_,
-                            *state_store_, model, input);
+                            frozen_, *state_store_, model, input);
   } catch (const c10::Error& e) {
     update = absl::InternalError(e.what_without_backtrace());
   }

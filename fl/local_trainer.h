@@ -72,6 +72,9 @@ class LocalTrainer {
   // any), its hooks see that model as the global one, and they are left out of
   // the update (not sent, not counted in bytes_sent) and staged in the store.
   void set_personal_tensors(std::vector<std::string> names) { personal_ = std::move(names); }
+  // Tensors no client trains (FedBABU's head): out of the optimiser, so they keep
+  // the global model's values, and left out of the update like personal ones.
+  void set_frozen_tensors(std::vector<std::string> names) { frozen_ = std::move(names); }
 
  private:
   fedkit::ClientTrainingSpec spec_;
@@ -81,6 +84,7 @@ class LocalTrainer {
   const SystemModel* system_ = nullptr;
   const FaultModel* faults_ = nullptr;
   std::vector<std::string> personal_;
+  std::vector<std::string> frozen_;
 };
 
 }  // namespace fl

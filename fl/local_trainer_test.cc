@@ -631,5 +631,23 @@ TEST_F(LocalTrainerTest, PersonalTensorsStayOutOfTheUploadAndCarryOverToTheNextR
   EXPECT_TRUE(store_.Committed(1, kPersonalSlot).at("bias").allclose(at::zeros({2}), 0, 1e-6));
 }
 
+TEST_F(LocalTrainerTest, FrozenTensorsAreNeitherTrainedNorSent) {
+  // The bias is frozen: it keeps the global value (zeros) through training, the
+  // update holds the weight only, and nothing is kept for the client.
+  LocalTrainer trainer(spec_, {}, &store_);
+  trainer.set_frozen_tensors({"bias"});
+  RoundPlan plan;
+  auto update = trainer.Train(model_, Input(0, 1, plan));
+  ASSERT_TRUE(update.ok()) << update.status();
+  ASSERT_EQ(update->delta.size(), 1u);
+  EXPECT_EQ(update->delta.entries()[0].name, "weight");
+  EXPECT_GT(update->delta.tensor(0).abs().max().item<float>(), 0.1);
+  EXPECT_TRUE(model_.bias_.detach().equal(at::zeros({2})));
+  store_.Commit(0);
+  EXPECT_TRUE(store_.Committed(0, kPersonalSlot).empty());
+  // The replica trains it again for a run without frozen tensors.
+  EXPECT_TRUE(model_.bias_.requires_grad());
+}
+
 }  // namespace
 }  // namespace fl

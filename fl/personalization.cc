@@ -6,13 +6,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "fl/model_state.h"
+#include "fl/status_macros.h"
 
 namespace fl {
 
-absl::StatusOr<std::vector<std::string>> PersonalTensors(const Model& model,
-                                                         const std::vector<std::string>& groups) {
+absl::StatusOr<std::vector<std::string>> GroupTensors(const Model& model,
+                                                      const std::vector<std::string>& groups) {
   const std::map<std::string, std::vector<std::string>> known = model.ParameterGroups();
-  std::set<std::string> personal;
+  std::set<std::string> chosen;
   for (const std::string& group : groups) {
     auto it = known.find(group);
     if (it == known.end()) {
@@ -22,45 +23,79 @@ absl::StatusOr<std::vector<std::string>> PersonalTensors(const Model& model,
           absl::StrCat("the model has no parameter group \"", group, "\"; it has ",
                        absl::StrJoin(names, ", ")));
     }
-    personal.insert(it->second.begin(), it->second.end());
+    chosen.insert(it->second.begin(), it->second.end());
   }
   std::vector<std::string> ordered;
-  bool shares_a_parameter = false;
   for (const auto& item : model.named_parameters(/*recurse=*/true)) {
-    if (personal.count(item.key()) != 0) {
-      ordered.push_back(item.key());
-    } else {
-      shares_a_parameter = true;
-    }
+    if (chosen.count(item.key()) != 0) ordered.push_back(item.key());
   }
   for (const auto& item : model.named_buffers(/*recurse=*/true)) {
-    if (personal.count(item.key()) != 0) ordered.push_back(item.key());
-  }
-  if (!ordered.empty() && !shares_a_parameter) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "personal groups ", absl::StrJoin(groups, ", "),
-        " cover every parameter of the model: nothing would be shared"));
+    if (chosen.count(item.key()) != 0) ordered.push_back(item.key());
   }
   return ordered;
 }
 
+absl::StatusOr<UnsharedTensors> ResolveUnshared(const Model& model,
+                                                const AggregatorProperties& properties) {
+  UnsharedTensors unshared;
+  auto resolve = [&](const std::vector<std::string>& groups, const char* option,
+                     std::vector<std::string>& tensors) -> absl::Status {
+    absl::StatusOr<std::vector<std::string>> resolved = GroupTensors(model, groups);
+    if (!resolved.ok()) {
+      return absl::Status(resolved.status().code(),
+                          absl::StrCat("aggregator.options.", option, ": ",
+                                       resolved.status().message()));
+    }
+    tensors = *std::move(resolved);
+    return absl::OkStatus();
+  };
+  FL_RETURN_IF_ERROR(resolve(properties.personal_groups, "personal_groups", unshared.personal));
+  FL_RETURN_IF_ERROR(resolve(properties.frozen_groups, "frozen_groups", unshared.frozen));
+  const std::set<std::string> personal(unshared.personal.begin(), unshared.personal.end());
+  std::set<std::string> all = personal;
+  for (const std::string& name : unshared.frozen) {
+    if (personal.count(name) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "aggregator.options.frozen_groups: \"", name,
+          "\" is also in a personal group; a tensor is personal or frozen, not both"));
+    }
+    all.insert(name);
+  }
+  if (all.empty()) return unshared;
+  for (const auto& item : model.named_parameters(/*recurse=*/true)) {
+    if (all.count(item.key()) == 0) return unshared;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "aggregator.options: personal groups (", absl::StrJoin(properties.personal_groups, ", "),
+      ") and frozen groups (", absl::StrJoin(properties.frozen_groups, ", "),
+      ") cover every parameter of the model: nothing would be shared"));
+}
+
 void ValidatePersonalization(const fedkit::ExperimentSpec& spec,
                              const AggregatorProperties& properties, ErrorList& errors) {
-  if (properties.personal_groups.empty()) return;
-  const std::string why =
-      absl::StrCat("the aggregator's clients keep parameter groups to themselves (",
-                   absl::StrJoin(properties.personal_groups, ", "), "), and ");
+  if (properties.personal_groups.empty() && properties.frozen_groups.empty()) return;
+  std::vector<std::string> kept;
+  if (!properties.personal_groups.empty()) {
+    kept.push_back(absl::StrCat("keep ", absl::StrJoin(properties.personal_groups, ", "),
+                                " to themselves"));
+  }
+  if (!properties.frozen_groups.empty()) {
+    kept.push_back(absl::StrCat("never train ", absl::StrJoin(properties.frozen_groups, ", ")));
+  }
+  const std::string why = absl::StrCat("the aggregator's clients ", absl::StrJoin(kept, " and "),
+                                       ", out of what the server sees, and ");
   const fedkit::ServerSpec& server = spec.server();
   if (server.has_async()) {
     errors.Add("server.async", why + "the asynchronous loop does not keep them yet");
   }
   if (server.one_shot()) {
-    errors.Add("server.one_shot", why + "a one-shot round has no later round to use them in");
+    errors.Add("server.one_shot", why + "a one-shot round compares whole client models");
   }
-  if (spec.simulation().backend() == fedkit::SimulationSpec::C10D) {
+  if (!properties.personal_groups.empty() &&
+      spec.simulation().backend() == fedkit::SimulationSpec::C10D) {
     errors.Add("simulation.backend",
-               why + "C10D keeps each client's on its owning rank, where the server cannot "
-                     "evaluate the client's own model yet");
+               why + "C10D keeps each client's own on its owning rank, where the server cannot "
+                     "evaluate the client's model yet");
   }
   if (server.download().kind() != fedkit::CodecSpec::IDENTITY) {
     errors.Add("server.download",

@@ -2,8 +2,9 @@
 #define FL_PERSONALIZATION_H_
 
 // Personalised FL's shape in a run: which of the model's tensors each client
-// keeps for itself (the aggregator's personal_groups, resolved against the
-// model's parameter groups), and which spec combinations cannot keep them.
+// keeps for itself and which nobody trains (the aggregator's personal_groups and
+// frozen_groups, resolved against the model's parameter groups), and which spec
+// combinations cannot keep them out of what the server sees.
 //
 // The runner does the rest: the local trainer restores a client's personal
 // tensors from the client state store before training and stores them again
@@ -26,15 +27,25 @@ namespace fl {
 inline constexpr char kPersonalSlot[] = "@personal";
 
 // The tensors of `groups` (Model::ParameterGroups), in the model's ModelState
-// order. InvalidArgument naming the model's groups when a group is unknown, or
-// when the groups cover every parameter (nothing would be aggregated).
-absl::StatusOr<std::vector<std::string>> PersonalTensors(const Model& model,
-                                                         const std::vector<std::string>& groups);
+// order. InvalidArgument naming the model's groups when a group is unknown.
+absl::StatusOr<std::vector<std::string>> GroupTensors(const Model& model,
+                                                      const std::vector<std::string>& groups);
 
-// What a run with personal tensors cannot do yet, each an error at the field
-// that asks for it: asynchronous or one-shot rounds, several processes (each
-// client's tensors live on its owning rank, where the server cannot evaluate
-// them), a lossy download (the clients' copy of the model is the whole model)
+// The aggregator's personal and frozen tensors, each checked: InvalidArgument,
+// with the option's path, for an unknown group, a tensor both personal and
+// frozen, or when together they cover every parameter (nothing would be
+// aggregated).
+struct UnsharedTensors {
+  std::vector<std::string> personal;
+  std::vector<std::string> frozen;
+};
+absl::StatusOr<UnsharedTensors> ResolveUnshared(const Model& model,
+                                                const AggregatorProperties& properties);
+
+// What a run with personal or frozen tensors cannot do yet, each an error at the
+// field that asks for it: asynchronous or one-shot rounds, several processes with
+// personal tensors (each client's live on its owning rank, where the server
+// cannot evaluate them), a lossy download (the clients' copy of the model is the whole model)
 // and an aggregator that runs the model on the server's proxy set.
 void ValidatePersonalization(const fedkit::ExperimentSpec& spec,
                              const AggregatorProperties& properties, ErrorList& errors);

@@ -175,8 +175,8 @@ class Server::Round {
   // The client's half of secure aggregation: masks its partial sums.
   void Contribute(size_t i, ClientUpdate update);
   void JoinWorkers();
-  // With personal tensors: the shared part the aggregator returned (and the
-  // evaluation model it set) completed with the global model's personal tensors.
+  // With unshared tensors: the shared part the aggregator returned (and the
+  // evaluation model it set) completed with the global model's unshared tensors.
   absl::Status CompleteAggregate(ModelState& aggregated);
   bool owned(size_t i) const {
     return group_ == nullptr || server_.config_.client_ranks[cohort_[i]] == rank_;
@@ -184,13 +184,13 @@ class Server::Round {
 
   // What the aggregator sees of the model: all of it, or the part the clients share.
   const ModelState& lent() const {
-    return server_.config_.personal_tensors.empty() ? global_ : shared_;
+    return server_.config_.unshared_tensors.empty() ? global_ : shared_;
   }
 
   Server& server_;
   const int round_;
   ModelState& global_;
-  // With personal tensors: global_ without them (its tensors shared).
+  // With unshared tensors: global_ without them (its tensors shared).
   ModelState shared_;
   Collective* const group_;
   const int rank_;
@@ -251,8 +251,8 @@ void Server::StartContext(int round) {
 absl::Status Server::Round::Configure() {
   server_.StartContext(round_);
   server_.EnterPhase(RoundPhase::kServer);
-  if (!server_.config_.personal_tensors.empty()) {
-    shared_ = global_.Without(server_.config_.personal_tensors);
+  if (!server_.config_.unshared_tensors.empty()) {
+    shared_ = global_.Without(server_.config_.unshared_tensors);
   }
   FL_ASSIGN_OR_RETURN(plan_, server_.aggregator_->Configure(lent(), server_.context_));
   bytes_down_each_ =
@@ -685,7 +685,7 @@ absl::StatusOr<Server::RoundOutcome> Server::Round::Finish() {
     server_.SetStage(round_, "finalizing");
     FL_ASSIGN_OR_RETURN(ModelState aggregated,
                         server_.aggregator_->Finalize(lent(), server_.context_));
-    if (!server_.config_.personal_tensors.empty()) FL_RETURN_IF_ERROR(CompleteAggregate(aggregated));
+    if (!server_.config_.unshared_tensors.empty()) FL_RETURN_IF_ERROR(CompleteAggregate(aggregated));
     if (server_.lossy_download()) server_.Broadcast(global_, aggregated);
     global_ = std::move(aggregated);
     if (!global_.AllFinite()) {

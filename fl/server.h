@@ -170,11 +170,12 @@ struct ServerConfig {
   // Asynchronous mode (fl/async_loop.cc; see AsyncConfig). Unset: rounds.
   using Async = AsyncConfig;
   std::optional<Async> async;
-  // The tensors the clients keep for themselves (personalised FL: fl/
-  // personalization.h): the aggregator sees the model without them, and every
-  // update lacks them; the global model's values of them are where a client that
-  // has not trained yet starts. Synchronous rounds without a lossy download only.
-  std::set<std::string> personal_tensors;
+  // The tensors the server does not share (fl/personalization.h): those the
+  // clients keep for themselves and those nobody trains. The aggregator sees the
+  // model without them, and every update lacks them; the global model's values
+  // of them stay as they are (where a client that has not trained yet starts).
+  // Synchronous rounds without a lossy download only.
+  std::set<std::string> unshared_tensors;
 };
 
 class Server {

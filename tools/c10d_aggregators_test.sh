@@ -111,7 +111,7 @@ for ((i = 0; i < ${#cases[@]}; i += 2)); do
       --set="$set_aggregator" > "$tmp/$case.auto.log" 2>&1; then
     # Personalised FL is refused across processes, as documented
     # (docs/personalization.md); anything else is a failure.
-    if grep -q "simulation.backend: the aggregator's clients keep parameter groups" \
+    if grep -q "simulation.backend: the aggregator's clients keep .* to themselves" \
         "$tmp/$case.auto.log"; then
       refused+=("$case")
       echo "ok $case: refused across processes (personal parameter groups)"

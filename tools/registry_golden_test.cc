@@ -38,6 +38,7 @@ TEST(RegistryGoldenTest, Aggregators) {
                                                                   "fedadam",
                                                                   "fedavg",
                                                                   "fedavgm",
+                                                                  "fedbabu",
                                                                   "fedbn",
                                                                   "feddf",
                                                                   "fedexp",

@@ -17,15 +17,18 @@ namespace {
 
 class PartialSharing : public fl::Aggregator {
  public:
-  PartialSharing(std::unique_ptr<fl::Aggregator> base, std::vector<std::string> personal_groups)
-      : base_(std::move(base)), personal_groups_(std::move(personal_groups)) {}
+  PartialSharing(std::unique_ptr<fl::Aggregator> base, SharingGroups groups)
+      : base_(std::move(base)), groups_(std::move(groups)) {}
 
   fl::AggregatorProperties properties() const override {
     fl::AggregatorProperties properties = base_->properties();
-    for (const std::string& group : personal_groups_) {
-      if (absl::c_linear_search(properties.personal_groups, group)) continue;
-      properties.personal_groups.push_back(group);
-    }
+    auto add = [](const std::vector<std::string>& groups, std::vector<std::string>& to) {
+      for (const std::string& group : groups) {
+        if (!absl::c_linear_search(to, group)) to.push_back(group);
+      }
+    };
+    add(groups_.personal, properties.personal_groups);
+    add(groups_.frozen, properties.frozen_groups);
     return properties;
   }
   absl::StatusOr<fl::RoundPlan> Configure(const fl::ModelState& global,
@@ -52,32 +55,42 @@ class PartialSharing : public fl::Aggregator {
 
  private:
   std::unique_ptr<fl::Aggregator> base_;
-  const std::vector<std::string> personal_groups_;
+  const SharingGroups groups_;
 };
 
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreatePartialSharing(
-    const fedkit::aggregators::PartialSharingOptions& options, const std::string& name,
-    std::vector<std::string> default_groups) {
-  fl::ErrorList errors;
-  std::vector<std::string> groups(options.personal_groups().begin(),
-                                  options.personal_groups().end());
-  if (groups.empty()) groups = std::move(default_groups);
+void CheckGroups(const std::vector<std::string>& groups, const std::string& option,
+                 fl::ErrorList& errors) {
   for (size_t i = 0; i < groups.size(); ++i) {
-    if (groups[i].empty()) {
-      errors.Add(absl::StrCat("options.personal_groups[", i, "]"), "must not be empty");
-    }
+    const std::string path = absl::StrCat("options.", option, "[", i, "]");
+    if (groups[i].empty()) errors.Add(path, "must not be empty");
     for (size_t j = 0; j < i; ++j) {
       if (groups[j] == groups[i]) {
-        errors.Add(absl::StrCat("options.personal_groups[", i, "]"),
-                   absl::StrCat("\"", groups[i], "\" is also personal_groups[", j, "]"));
+        errors.Add(path, absl::StrCat("\"", groups[i], "\" is also ", option, "[", j, "]"));
       }
     }
   }
-  std::unique_ptr<fl::Aggregator> base = CreateBaseAggregator(options.base(), name, errors);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreatePartialSharing(const fedkit::PluginSpec& base,
+                                                                     SharingGroups groups,
+                                                                     const std::string& name) {
+  fl::ErrorList errors;
+  CheckGroups(groups.personal, "personal_groups", errors);
+  CheckGroups(groups.frozen, "frozen_groups", errors);
+  std::unique_ptr<fl::Aggregator> created = CreateBaseAggregator(base, name, errors);
   FL_RETURN_IF_ERROR(errors.ToStatus());
-  return std::make_unique<PartialSharing>(std::move(base), std::move(groups));
+  return std::make_unique<PartialSharing>(std::move(created), std::move(groups));
+}
+
+absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreatePersonalSharing(
+    const fedkit::aggregators::PartialSharingOptions& options, const std::string& name,
+    std::vector<std::string> paper_groups) {
+  SharingGroups groups;
+  groups.personal.assign(options.personal_groups().begin(), options.personal_groups().end());
+  if (groups.personal.empty()) groups.personal = std::move(paper_groups);
+  return CreatePartialSharing(options.base(), std::move(groups), name);
 }
 
 }  // namespace aggregators

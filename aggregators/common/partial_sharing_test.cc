@@ -10,6 +10,7 @@
 #include <ATen/ATen.h>
 
 #include "aggregators/common/partial_sharing_options.pb.h"
+#include "aggregators/fedbabu/fedbabu_options.pb.h"
 #include "fl/aggregator.h"
 #include "fl/registry.h"
 #include "gmock/gmock.h"
@@ -114,6 +115,34 @@ TEST(PartialSharingTest, GroupsOfAPartialSharingBaseAddUp) {
   auto aggregator = fl::Registry<fl::Aggregator>::Global().Create("fedper", any);
   ASSERT_TRUE(aggregator.ok()) << aggregator.status();
   EXPECT_THAT((*aggregator)->properties().personal_groups, ElementsAre("norm", "head"));
+}
+
+TEST(FedBabuTest, FreezesTheHeadByDefaultAndTrainsNothingItself) {
+  auto created = fl::Registry<fl::Aggregator>::Global().Create("fedbabu", {});
+  ASSERT_TRUE(created.ok()) << created.status();
+  const fl::AggregatorProperties properties = (*created)->properties();
+  EXPECT_THAT(properties.frozen_groups, ElementsAre("head"));
+  EXPECT_TRUE(properties.personal_groups.empty());
+  // The trained part takes FedAvg's step, as for the other plugins.
+  fl::ServerContext context;
+  context.round = 1;
+  const fl::ModelState global({{"w", at::tensor({1.0f, 2.0f}), false}});
+  ASSERT_TRUE((*created)->Configure(global, context).ok());
+  ASSERT_TRUE((*created)->Accumulate(Update({4, 0}, 1), context).ok());
+  ASSERT_TRUE((*created)->Accumulate(Update({0, -4}, 3), context).ok());
+  auto next = (*created)->Finalize(global, context);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_TRUE(next->tensor(0).allclose(at::tensor({2.0f, -1.0f})));
+
+  fedkit::aggregators::FedBabuOptions options;
+  options.add_frozen_groups("norm");
+  options.add_frozen_groups("norm");
+  google::protobuf::Any any;
+  any.PackFrom(options);
+  auto repeated = fl::Registry<fl::Aggregator>::Global().Create("fedbabu", any);
+  ASSERT_FALSE(repeated.ok());
+  EXPECT_THAT(repeated.status().message(),
+              HasSubstr("options.frozen_groups[1]: \"norm\" is also frozen_groups[0]"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Plugins, PartialSharingTest,

@@ -224,7 +224,10 @@ class ElasticHook : public fl::ClientHook {
   absl::Status BeforeTrainingUnguarded(fl::HookContext& context) {
     std::vector<std::string> names;
     std::vector<at::Tensor> parameters;
+    // The shared parameters: the server aggregates no sensitivity of the others
+    // (and a frozen one has no gradient).
     for (const auto& item : context.model->named_parameters(/*recurse=*/true)) {
+      if (context.unshared != nullptr && context.unshared->count(item.key()) != 0) continue;
       names.push_back(item.key());
       parameters.push_back(item.value());
     }
@@ -403,6 +406,7 @@ class Elastic : public fl::Aggregator {
     properties.needs_local_sgd = base_->properties().needs_local_sgd;
     properties.client_hooks = base_->properties().client_hooks;
     properties.personal_groups = base_->properties().personal_groups;
+    properties.frozen_groups = base_->properties().frozen_groups;
     properties.client_hooks.insert(properties.client_hooks.begin(), kName);
     properties.sums_only =
         base_->properties().sums_only && normalizer_ != fedkit::aggregators::CLIENTS;

@@ -30,7 +30,7 @@ namespace {
 
 absl::StatusOr<std::unique_ptr<fl::Aggregator>> Create(
     const fedkit::aggregators::PartialSharingOptions& options, const fl::Aggregator::CreateArgs&) {
-  return CreatePartialSharing(options, "fedbn", {"norm"});
+  return CreatePersonalSharing(options, "fedbn", {"norm"});
 }
 
 FL_REGISTER_PLUGIN(fl::Aggregator, "fedbn", fedkit::aggregators::PartialSharingOptions, Create);

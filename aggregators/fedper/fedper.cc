@@ -30,7 +30,7 @@ namespace {
 
 absl::StatusOr<std::unique_ptr<fl::Aggregator>> Create(
     const fedkit::aggregators::PartialSharingOptions& options, const fl::Aggregator::CreateArgs&) {
-  return CreatePartialSharing(options, "fedper", {"head"});
+  return CreatePersonalSharing(options, "fedper", {"head"});
 }
 
 FL_REGISTER_PLUGIN(fl::Aggregator, "fedper", fedkit::aggregators::PartialSharingOptions, Create);

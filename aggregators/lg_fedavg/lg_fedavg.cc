@@ -31,7 +31,7 @@ namespace {
 
 absl::StatusOr<std::unique_ptr<fl::Aggregator>> Create(
     const fedkit::aggregators::PartialSharingOptions& options, const fl::Aggregator::CreateArgs&) {
-  return CreatePartialSharing(options, "lg_fedavg", {"body"});
+  return CreatePersonalSharing(options, "lg_fedavg", {"body"});
 }
 
 FL_REGISTER_PLUGIN(fl::Aggregator, "lg_fedavg", fedkit::aggregators::PartialSharingOptions, Create);

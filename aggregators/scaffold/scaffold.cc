@@ -156,9 +156,10 @@ class ScaffoldHook : public fl::ClientHook {
     const fl::ModelState& c = context.broadcast->at(kBroadcastC);
 
     std::vector<fl::ModelState::Entry> model_entries;
-    // The shared parameters: the server has no control variate for a client's own.
+    // The shared parameters: the server has no control variate for a client's own
+    // or a frozen one.
     for (const auto& item : context.model->named_parameters(/*recurse=*/true)) {
-      if (context.personal != nullptr && context.personal->count(item.key()) != 0) continue;
+      if (context.unshared != nullptr && context.unshared->count(item.key()) != 0) continue;
       names_.push_back(item.key());
       parameters_.push_back(item.value());
       model_entries.push_back({item.key(), item.value(), false});
