@@ -82,6 +82,9 @@ struct HeartbeatState {
   int64_t stage_changes ABSL_GUARDED_BY(mutex) = 0;
   // kFailureKey's value once the heartbeat has seen it set.
   std::string failure ABSL_GUARDED_BY(mutex);
+  // The store failed a heartbeat (it timed out or was gone): on rank 0 its
+  // serving thread may be blocked for good. Set before `done`.
+  bool store_failed = false;
 };
 
 // What a diagnosis hands back; shared for the same reason as HeartbeatState.
@@ -108,6 +111,8 @@ class C10dCollective : public Collective {
     const auto patience = store_silent_ ? kHeartbeatPeriod : 8 * kHeartbeatPeriod;
     if (heartbeat_->done.WaitForNotificationWithTimeout(absl::FromChrono(patience))) {
       heartbeat_thread_.join();
+      // A heartbeat that timed out on a blocked store ended as one that stopped.
+      if (heartbeat_->store_failed) store_silent_ = true;
     } else {
       // Its read of the store never returned.
       heartbeat_thread_.detach();
@@ -115,8 +120,26 @@ class C10dCollective : public Collective {
     }
     // On rank 0 the store's destructor joins its serving thread, which a store
     // that stopped answering has blocked for good: the process would never
-    // exit. The store ends with the process instead.
+    // exit. The store ends with the process instead. The heartbeat may have
+    // stopped before a block arrived, so rank 0 asks the store once more.
+    if (!store_silent_ && address_.rank == 0 && !StoreAnswers()) store_silent_ = true;
     if (store_silent_) store_.release();
+  }
+
+  // Whether the store answers a read within a heartbeat period or four. The read
+  // runs on a detached thread: one the store never answers stays blocked, and
+  // the store it reads is then never destroyed.
+  bool StoreAnswers() const {
+    auto answered = std::make_shared<absl::Notification>();
+    std::thread([store = store_.get(), answered] {
+      try {
+        store->check({kFailureKey});
+      } catch (const std::exception&) {
+        return;
+      }
+      answered->Notify();
+    }).detach();
+    return answered->WaitForNotificationWithTimeout(absl::FromChrono(4 * kHeartbeatPeriod));
   }
 
   int rank() const override { return address_.rank; }
@@ -268,8 +291,9 @@ class C10dCollective : public Collective {
         next_beat = absl::Now() + absl::FromChrono(kHeartbeatPeriod);
       }
     } catch (const std::exception& e) {
-      // The store is gone (rank 0 ended); the next collective reports it.
+      // The store is gone (rank 0 ended) or blocked; the next collective reports it.
       VLOG(1) << "heartbeat stopped: " << e.what();
+      state->store_failed = true;
     }
     state->done.Notify();
   }
