@@ -449,6 +449,13 @@ absl::Status WriteRunInputs(const std::string& output_dir, int64_t train_example
 
 }  // namespace
 
+std::set<std::string> UnsharedTensorNames(const Experiment& experiment) {
+  std::set<std::string> names(experiment.personal_tensors.begin(),
+                              experiment.personal_tensors.end());
+  names.insert(experiment.frozen_tensors.begin(), experiment.frozen_tensors.end());
+  return names;
+}
+
 absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec) {
   ErrorList errors;
   ValidateCore(spec, errors);
@@ -924,10 +931,7 @@ class ServerSide {
     ServerConfig config = ServerConfigFor(spec, experiment_.threads, group_,
                                           federation_.client_ranks(), federation_.client_sizes());
     config.on_evaluated = std::move(on_round);
-    config.unshared_tensors = {experiment_.personal_tensors.begin(),
-                               experiment_.personal_tensors.end()};
-    config.unshared_tensors.insert(experiment_.frozen_tensors.begin(),
-                                   experiment_.frozen_tensors.end());
+    config.unshared_tensors = UnsharedTensorNames(experiment_);
     config.task_seconds = [this](int64_t client, int round, int64_t bytes_down) {
       return federation_.TaskSeconds(client, round, bytes_down);
     };
@@ -1084,7 +1088,7 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
     return absl::FailedPreconditionError(
         "a deployment's server is one process: simulation.backend must not be C10D");
   }
-  if (reach_clients && !(experiment.personal_tensors.empty() && experiment.frozen_tensors.empty())) {
+  if (reach_clients && !UnsharedTensorNames(experiment).empty()) {
     return absl::FailedPreconditionError(
         "a deployment cannot run an aggregator whose clients keep personal or frozen parameter "
         "groups yet: the server would need each client's own tensors to evaluate it");

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,9 @@ struct Experiment {
 };
 
 absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec);
+
+// personal_tensors and frozen_tensors together: what the server never sees.
+std::set<std::string> UnsharedTensorNames(const Experiment& experiment);
 
 struct ExperimentResult {
   ModelState final_model;

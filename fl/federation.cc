@@ -206,10 +206,8 @@ Federation::Federation(const Experiment& experiment, RunData data,
   if (group != nullptr) client_ranks_ = AssignClientsToRanks(client_sizes_, group->world_size());
   {
     // What a client uploads: the model without its personal and frozen tensors.
-    std::set<std::string> unshared(experiment.personal_tensors.begin(),
-                                   experiment.personal_tensors.end());
-    unshared.insert(experiment.frozen_tensors.begin(), experiment.frozen_tensors.end());
-    const ModelState shape = ModelState::FromModule(pool_.Acquire()->model()).Without(unshared);
+    const ModelState shape =
+        ModelState::FromModule(pool_.Acquire()->model()).Without(UnsharedTensorNames(experiment));
     upload_bytes_ = spec.client().upload().kind() == fedkit::CodecSpec::IDENTITY
                         ? shape.NumBytes()
                         : Encode(shape, CodecFromSpec(spec.client().upload())).bytes;
