@@ -7,6 +7,7 @@
 // its default options), as they would in a run; a hook no aggregator plans runs
 // with its default options and no broadcast.
 
+#include <map>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -16,11 +17,13 @@
 #include <torch/utils.h>
 
 #include "absl/algorithm/container.h"
+#include "absl/strings/str_cat.h"
 #include "fl/aggregator.h"
 #include "fl/client_hook.h"
 #include "fl/client_state_store.h"
 #include "fl/local_trainer.h"
 #include "fl/model.h"
+#include "fl/personalization.h"
 #include "fl/registry.h"
 #include "fl/spec.pb.h"
 #include "gmock/gmock.h"
@@ -140,8 +143,20 @@ class HookConformanceTest : public ::testing::TestWithParam<std::string> {
     store.Commit(client);
     RoundResult result{Train(store, client, 2), {}};
     store.Commit(client);
-    result.state = store.Committed(client, GetParam());
+    result.state = Memory(store, client);
     return result;
+  }
+
+  // A hook's whole memory of a client: its slot in the store and the client's
+  // personal tensors (where a personal model's hook keeps it: Ditto's v_k).
+  fl::TensorMap Memory(const fl::ClientStateStore& store, int64_t client) const {
+    fl::TensorMap memory;
+    for (const std::string& slot : {GetParam(), std::string(fl::kPersonalSlot)}) {
+      for (const auto& [name, tensor] : store.Committed(client, slot)) {
+        memory[absl::StrCat(slot, "/", name)] = tensor;
+      }
+    }
+    return memory;
   }
 
   fl::ModelState global_;
@@ -184,23 +199,27 @@ TEST_P(HookConformanceTest, DeterministicForAFixedSeed) {
   ExpectSameTensors(first.state, second.state, "state");
 }
 
-// A hook's whole memory of a client is its state in the store: a copy of that
-// state (as a checkpoint would restore it) continues exactly as the original.
+// A hook's whole memory of a client is in the store: a copy of it (as a
+// checkpoint would restore it) continues exactly as the original.
 TEST_P(HookConformanceTest, StateRoundTripsThroughACopy) {
   fl::ClientStateStore original;
   Train(original, 3, 1);
   original.Commit(3);
   fl::ClientStateStore restored;
-  fl::TensorMap copy;
-  for (const auto& [name, tensor] : original.Committed(3, GetParam())) copy[name] = tensor.clone();
-  restored.Stage(3, {{GetParam(), std::move(copy)}});
+  std::map<std::string, fl::TensorMap> copy;
+  for (const std::string& slot : {GetParam(), std::string(fl::kPersonalSlot)}) {
+    for (const auto& [name, tensor] : original.Committed(3, slot)) {
+      copy[slot][name] = tensor.clone();
+    }
+  }
+  restored.Stage(3, std::move(copy));
   restored.Commit(3);
   fl::ClientUpdate from_original = Train(original, 3, 2);
   fl::ClientUpdate from_restored = Train(restored, 3, 2);
   ExpectSameUpdate(from_original, from_restored);
   original.Commit(3);
   restored.Commit(3);
-  ExpectSameTensors(original.Committed(3, GetParam()), restored.Committed(3, GetParam()), "state");
+  ExpectSameTensors(Memory(original, 3), Memory(restored, 3), "state");
 }
 
 TEST_P(HookConformanceTest, LeavesOtherHooksAndClientsAlone) {
@@ -223,12 +242,12 @@ TEST_P(HookConformanceTest, ARejectedRoundChangesNothing) {
   store.Commit(3);
   const fl::TensorMap before = [&] {
     fl::TensorMap copy;
-    for (const auto& [name, t] : store.Committed(3, GetParam())) copy[name] = t.clone();
+    for (const auto& [name, t] : Memory(store, 3)) copy[name] = t.clone();
     return copy;
   }();
   fl::ClientUpdate rejected = Train(store, 3, 2);
   store.Discard(3);
-  ExpectSameTensors(store.Committed(3, GetParam()), before, "state after a rejected round");
+  ExpectSameTensors(Memory(store, 3), before, "state after a rejected round");
   ExpectSameUpdate(Train(store, 3, 2), rejected);
 }
 

@@ -120,6 +120,18 @@ struct DpSum {
   Role role = Role::kUpdateSum;
 };
 
+// One phase of a client's local training (FedRep trains its personal head, then
+// the shared body): which part of the model the optimiser moves, for how long.
+struct LocalPhase {
+  enum class Part { kPersonal, kShared };
+  // kPersonal: the personal tensors only; kShared: every trained tensor that is
+  // not personal. The rest sit out the phase (out of the optimiser).
+  Part part = Part::kShared;
+  // Passes over the client's training examples; 0: the client's own local work
+  // (client.epochs or client.steps).
+  int epochs = 0;
+};
+
 // Properties the shared conformance suite checks where they hold.
 struct AggregatorProperties {
   // The result does not depend on the order updates arrive in.
@@ -148,6 +160,15 @@ struct AggregatorProperties {
   // initial values everywhere, out of the optimiser, the update and what the
   // aggregator sees, as personal groups are. Wrappers pass their base's on.
   std::vector<std::string> frozen_groups;
+  // Local training in phases, in order (FedRep); each phase has an optimiser of
+  // its own. Empty: one phase training every tensor for the client's local work.
+  // Wrappers pass their base's on.
+  std::vector<LocalPhase> local_phases;
+  // Each client keeps a whole model of its own beside the shared one (Ditto's
+  // v_k), which a client hook the aggregator plans trains and leaves in
+  // HookContext::personal; per-client evaluation uses it (the server's model for
+  // a client that has none yet). Wrappers pass their base's on.
+  bool personal_model = false;
   // Reads ClientUpdate::local_steps (FedNova's normalisation): it corrects for incomplete updates itself, so validation refuses
   // server.incomplete_updates: SCALE, which would correct them a second time. The
   // conformance suite checks the claim both ways: the result (or the state kept)

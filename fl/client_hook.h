@@ -38,6 +38,10 @@ struct HookContext {
   // empty: none. The server's broadcasts and the update's delta lack them, and any
   // extra's entries of these names are dropped.
   const std::set<std::string>* unshared = nullptr;
+  // The client's own tensors (the client state store's kPersonalSlot), as of its
+  // last accepted update: its personal tensors, or the whole personal model a hook
+  // trains (Ditto's). What a hook leaves here is kept with the rest.
+  TensorMap* personal = nullptr;
   // Tensors the aggregator broadcast this round (RoundPlan::broadcast).
   const ExtraStates* broadcast = nullptr;
   // This hook's persistent state on this client, as of its last accepted update.
@@ -61,6 +65,8 @@ struct HookContext {
   // The client's local minibatch size (client.batch_size), for hooks that run
   // their own passes over data (Elastic's sensitivity, SCAFFOLD's option I).
   int64_t batch_size = 0;
+  // The dataset's training augmentation, for hooks that train on their own.
+  ImageAugmentation augmentation;
 };
 
 class ClientHook {

@@ -533,6 +533,8 @@ absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec) {
       if (unshared.ok()) {
         experiment.personal_tensors = std::move(unshared->personal);
         experiment.frozen_tensors = std::move(unshared->frozen);
+        experiment.local_phases = properties.local_phases;
+        experiment.personal_model = properties.personal_model;
       } else {
         errors.AddStatus("", unshared.status());
       }
@@ -874,7 +876,9 @@ absl::StatusOr<std::optional<ClientTestSets>> ClientTestsFor(const Experiment& e
 std::string ClientEvaluationJson(const Experiment& experiment, const ClientTestSets& sets) {
   const int fine_tune_steps = experiment.spec.server().client_evaluation().fine_tune_steps();
   return absl::StrCat("{\"split\": \"label_matched\", \"model\": \"",
-                      experiment.personal_tensors.empty() ? "global" : "global_with_personal",
+                      experiment.personal_model             ? "personal"
+                      : experiment.personal_tensors.empty() ? "global"
+                                                            : "global_with_personal",
                       "\", \"fine_tune_steps\": ", fine_tune_steps,
                       ", \"clients\": ", sets.clients.size(),
                       ", \"test_examples\": ", sets.indices.numel(),
@@ -1002,7 +1006,7 @@ class ServerSide {
   // fine-tuned first (fl/own_model_evaluation.h).
   bool OwnModels() const {
     return client_tests_.has_value() &&
-           (!experiment_.personal_tensors.empty() ||
+           (!experiment_.personal_tensors.empty() || experiment_.personal_model ||
             experiment_.spec.server().client_evaluation().fine_tune_steps() > 0);
   }
   absl::StatusOr<Evaluation> AddOwnModelAccuracy(absl::StatusOr<Evaluation> evaluation,
@@ -1015,7 +1019,9 @@ class ServerSide {
     setup.train = &federation_.data().train;
     setup.shares = &fine_tuning_shares_;
     setup.augmentation = experiment_.data_info.train_augmentation;
-    if (!experiment_.personal_tensors.empty()) setup.personal = &federation_.state_store();
+    if (!experiment_.personal_tensors.empty() || experiment_.personal_model) {
+      setup.personal = &federation_.state_store();
+    }
     setup.client = experiment_.spec.client();
     setup.fine_tune_steps = spec.fine_tune_steps();
     setup.fine_tune_learning_rate = spec.fine_tune_learning_rate();
@@ -1088,10 +1094,11 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
     return absl::FailedPreconditionError(
         "a deployment's server is one process: simulation.backend must not be C10D");
   }
-  if (reach_clients && !UnsharedTensorNames(experiment).empty()) {
+  if (reach_clients && (!UnsharedTensorNames(experiment).empty() || experiment.personal_model)) {
     return absl::FailedPreconditionError(
         "a deployment cannot run an aggregator whose clients keep personal or frozen parameter "
-        "groups yet: the server would need each client's own tensors to evaluate it");
+        "groups, or a personal model, yet: the server would need each client's own tensors to "
+        "evaluate it");
   }
   ApplyAndReportThreads(experiment.threads);
   FL_ASSIGN_OR_RETURN(std::unique_ptr<Collective> group, JoinProcessGroup(spec));

@@ -57,6 +57,10 @@ struct Experiment {
   // The tensors no client trains (the aggregator's frozen_groups); kept out of
   // the update and of what the aggregator sees, as personal ones are.
   std::vector<std::string> frozen_tensors;
+  // The aggregator's local training phases (FedRep's) and whether its clients
+  // keep a whole model of their own (Ditto's), from its properties.
+  std::vector<LocalPhase> local_phases;
+  bool personal_model = false;
 };
 
 absl::StatusOr<Experiment> BuildExperiment(const fedkit::ExperimentSpec& spec);

@@ -199,6 +199,7 @@ Federation::Federation(const Experiment& experiment, RunData data,
   if (spec.client().faults_size() > 0) trainer_.set_fault_model(&faults_);
   trainer_.set_personal_tensors(experiment.personal_tensors);
   trainer_.set_frozen_tensors(experiment.frozen_tensors);
+  trainer_.set_phases(experiment.local_phases);
   for (const std::vector<int64_t>& share : data_.shares) {
     client_sizes_.push_back(static_cast<int64_t>(share.size()));
     num_examples_ += static_cast<int64_t>(share.size());

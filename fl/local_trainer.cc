@@ -18,7 +18,6 @@
 #include <torch/optim/sgd.h>
 
 #include "absl/algorithm/container.h"
-#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "fl/augmentation.h"
 #include "fl/batch_order_file.h"
@@ -136,10 +135,37 @@ absl::Status RestoreOptimizerState(const TensorMap& saved, torch::optim::Optimiz
 }
 
 struct ActiveHook {
-  std::string name;
-  std::unique_ptr<ClientHook> hook;
+  std::string name;  // empty for the caller's hook, whose state is not kept
+  std::unique_ptr<ClientHook> owned;
+  ClientHook* hook = nullptr;
   TensorMap state;
   HookContext context;
+};
+
+// Sets which of `model`'s parameters the optimiser may move; restores every
+// parameter's own setting when destroyed (the replica serves other clients).
+class TrainableParameters {
+ public:
+  explicit TrainableParameters(Model& model) {
+    for (const auto& item : model.named_parameters(/*recurse=*/true)) {
+      parameters_.push_back({item.key(), item.value(), item.value().requires_grad()});
+    }
+  }
+  ~TrainableParameters() {
+    for (Parameter& p : parameters_) p.tensor.requires_grad_(p.originally);
+  }
+  template <typename Predicate>
+  void TrainOnly(Predicate trains) {
+    for (Parameter& p : parameters_) p.tensor.requires_grad_(p.originally && trains(p.name));
+  }
+
+ private:
+  struct Parameter {
+    std::string name;
+    at::Tensor tensor;
+    bool originally;
+  };
+  std::vector<Parameter> parameters_;
 };
 
 // A generator of `device`'s kind seeded with `seed`, for the model's dropout.
@@ -159,14 +185,14 @@ at::Generator SeededGenerator(const at::Device& device, uint64_t seed) {
   return generator;
 }
 
-absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& spec,
-                                            const std::vector<HookRequest>& spec_hooks,
-                                            const ImageAugmentation& augmentation,
-                                            const SystemModel* system, const FaultModel* faults,
-                                            const std::vector<std::string>& personal,
-                                            const std::vector<std::string>& frozen,
-                                            ClientStateStore& state_store, Model& model,
-                                            const LocalTrainingInput& input) {
+}  // namespace
+
+absl::StatusOr<ClientUpdate> LocalTrainer::TrainUnguarded(Model& model,
+                                                         const LocalTrainingInput& input) const {
+  const fedkit::ClientTrainingSpec& spec = spec_;
+  const std::vector<std::string>& personal = personal_;
+  const std::vector<std::string>& frozen = frozen_;
+  ClientStateStore& state_store = *state_store_;
   if (input.start != nullptr) {
     if (absl::Status layout = input.global->CheckSameLayout(*input.start); !layout.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("initial weights: ", layout.message()));
@@ -184,8 +210,8 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
   // what its hooks see as the global model and what its update is relative to.
   ModelState own_global;
   const ModelState* global = input.global;
+  TensorMap own = state_store.Checkout(input.client_id, kPersonalSlot);
   if (!personal.empty()) {
-    const TensorMap own = state_store.Checkout(input.client_id, kPersonalSlot);
     if (!own.empty()) {
       absl::StatusOr<ModelState> replaced = input.global->WithReplaced(own);
       if (!replaced.ok()) {
@@ -198,15 +224,11 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
   }
   FL_RETURN_IF_ERROR((input.start != nullptr ? input.start : global)->LoadInto(model));
   // Frozen tensors stay out of the optimiser (FlatParameters lays out only those
-  // that require gradients) for this client's round; the replica serves others.
-  std::vector<at::Tensor> frozen_parameters;
-  for (const auto& item : model.named_parameters(/*recurse=*/true)) {
-    if (absl::c_linear_search(frozen, item.key())) frozen_parameters.push_back(item.value());
-  }
-  for (at::Tensor& p : frozen_parameters) p.requires_grad_(false);
-  absl::Cleanup unfreeze = [&frozen_parameters] {
-    for (at::Tensor& p : frozen_parameters) p.requires_grad_(true);
-  };
+  // that require gradients) for this client's round, and so does what a phase
+  // does not train.
+  const std::set<std::string> frozen_names(frozen.begin(), frozen.end());
+  TrainableParameters trainable(model);
+  trainable.TrainOnly([&](const std::string& name) { return frozen_names.count(name) == 0; });
   const at::Device device = input.examples->x.device();
   model.set_generator(
       SeededGenerator(device, DeriveSeed(input.seed, SeedStream::kModelNoise)));
@@ -220,9 +242,9 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
   for (const HookRequest& r : input.plan->hooks) {
     requests.push_back({&r, "the aggregator's round plan"});
   }
-  for (const HookRequest& r : spec_hooks) requests.push_back({&r, "client.hooks"});
+  for (const HookRequest& r : spec_hooks_) requests.push_back({&r, "client.hooks"});
   std::vector<ActiveHook> hooks;
-  hooks.reserve(requests.size());  // contexts point into the elements
+  hooks.reserve(requests.size() + 1);  // contexts point into the elements
   for (const auto& [request, source] : requests) {
     for (size_t j = 0; j < hooks.size(); ++j) {
       if (hooks[j].name == request->name) {
@@ -235,22 +257,29 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
                         Registry<ClientHook>::Global().Create(request->name, request->options));
     ActiveHook& h = hooks.emplace_back();
     h.name = request->name;
-    h.hook = std::move(hook);
+    h.owned = std::move(hook);
+    h.hook = h.owned.get();
     h.state = state_store.Checkout(input.client_id, request->name);
+  }
+  if (input.caller_hook != nullptr) hooks.emplace_back().hook = input.caller_hook;
+  for (ActiveHook& h : hooks) {
     HookContext& context = h.context;
     context.client_id = input.client_id;
     context.round = input.round;
     context.model = &model;
     context.global = global;
     context.unshared = &unshared;
+    context.personal = &own;
     context.broadcast = &input.plan->broadcast;
     context.state = &h.state;
     context.examples = input.examples;
     context.client_indices = input.indices;
     context.train_indices = &train_indices;
-    context.seed = DeriveSeed(input.seed, SeedStream::kHook, {hooks.size() - 1});
+    context.seed = DeriveSeed(input.seed, SeedStream::kHook,
+                              {static_cast<uint64_t>(&h - hooks.data())});
     context.learning_rate = lr;
     context.batch_size = spec.batch_size();
+    context.augmentation = augmentation_;
   }
   for (ActiveHook& h : hooks) {
     absl::Status status = h.hook->BeforeTraining(h.context);
@@ -266,10 +295,18 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
   const auto num_examples = static_cast<int64_t>(train_indices.size());
   const int64_t batch_size = std::min<int64_t>(spec.batch_size(), num_examples);
   const int64_t batches_per_epoch = (num_examples + batch_size - 1) / batch_size;
-  const int64_t planned_steps = PlannedSteps(spec, num_examples);
+  // Each phase's last step (exclusive), counted from the round's first.
+  const std::vector<LocalPhase> phases = phases_.empty() ? std::vector<LocalPhase>(1) : phases_;
+  std::vector<int64_t> phase_ends;
+  for (const LocalPhase& phase : phases) {
+    phase_ends.push_back((phase_ends.empty() ? 0 : phase_ends.back()) +
+                         (phase.epochs > 0 ? phase.epochs * batches_per_epoch
+                                           : PlannedSteps(spec, num_examples)));
+  }
+  const int64_t planned_steps = phase_ends.back();
   const int64_t total_steps =
-      system == nullptr ? planned_steps
-                        : system->CompletedSteps(input.client_id, input.round, planned_steps);
+      system_ == nullptr ? planned_steps
+                         : system_->CompletedSteps(input.client_id, input.round, planned_steps);
   if (total_steps == 0) {
     // Dropped out of the round: nothing trained, nothing sent, no state kept.
     ClientUpdate dropped;
@@ -280,20 +317,33 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
   }
 
   model.train();
-  FlatParameters flat(model);
-  std::unique_ptr<torch::optim::Optimizer> optimizer =
-      MakeOptimizer(spec.optimizer(), lr, flat.optimizer_tensors());
-  const bool adam = spec.optimizer().kind() == fedkit::OptimizerSpec::ADAM;
-  if (spec.keep_optimizer_state()) {
+  if (spec.keep_optimizer_state() && phases.size() > 1) {
+    return absl::FailedPreconditionError(
+        "client.keep_optimizer_state: local training in phases has an optimiser per phase");
+  }
+  std::unique_ptr<FlatParameters> flat;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  size_t phase = 0;
+  auto begin_phase = [&]() -> absl::Status {
+    if (!phases_.empty()) {
+      const bool personal_part = phases[phase].part == LocalPhase::Part::kPersonal;
+      trainable.TrainOnly([&](const std::string& name) {
+        return frozen_names.count(name) == 0 &&
+               (personal_names.count(name) != 0) == personal_part;
+      });
+    }
+    flat = std::make_unique<FlatParameters>(model);
+    optimizer = MakeOptimizer(spec.optimizer(), lr, flat->optimizer_tensors());
+    if (!spec.keep_optimizer_state()) return absl::OkStatus();
     absl::Status restored = RestoreOptimizerState(
         state_store.Checkout(input.client_id, kOptimizerSlot), *optimizer,
-        flat.optimizer_tensors(), adam);
-    if (!restored.ok()) {
-      return absl::Status(restored.code(),
-                          absl::StrCat("client.keep_optimizer_state: ", restored.message()));
-    }
-  }
-  const bool flip_labels = faults != nullptr && faults->FlipsLabels(input.client_id);
+        flat->optimizer_tensors(), spec.optimizer().kind() == fedkit::OptimizerSpec::ADAM);
+    if (restored.ok()) return restored;
+    return absl::Status(restored.code(),
+                        absl::StrCat("client.keep_optimizer_state: ", restored.message()));
+  };
+  FL_RETURN_IF_ERROR(begin_phase());
+  const bool flip_labels = faults_ != nullptr && faults_->FlipsLabels(input.client_id);
   std::mt19937_64 rng(input.seed);
   at::Generator augmentation_stream = at::make_generator<at::CPUGeneratorImpl>(
       DeriveSeed(input.seed, SeedStream::kAugmentation));
@@ -313,6 +363,10 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
   }
   at::Tensor order;
   for (int64_t step = 0; step < total_steps; ++step) {
+    if (step == phase_ends[phase]) {
+      ++phase;
+      FL_RETURN_IF_ERROR(begin_phase());
+    }
     const int64_t batch_in_epoch = step % batches_per_epoch;
     if (!recorded.empty() && batch_in_epoch == 0) {
       order = at::tensor(recorded[step / batches_per_epoch], at::kLong).to(device);
@@ -333,11 +387,11 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
     const int64_t begin = batch_in_epoch * batch_size;
     const at::Tensor batch = order.narrow(0, begin, std::min(batch_size, num_examples - begin));
     at::Tensor x = input.examples->x.index_select(0, batch);
-    if (augmentation.enabled()) x = Augment(x, augmentation, augmentation_stream);
+    if (augmentation_.enabled()) x = Augment(x, augmentation_, augmentation_stream);
     at::Tensor y = input.examples->y.index_select(0, batch);
-    if (flip_labels) y = faults->FlippedLabels(y);
+    if (flip_labels) y = faults_->FlippedLabels(y);
 
-    flat.ZeroGradients();
+    flat->ZeroGradients();
     at::Tensor task_loss = at::cross_entropy_loss(model.Forward(x), y);
     at::Tensor loss = task_loss;
     for (ActiveHook& h : hooks) {
@@ -345,9 +399,9 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
       if (term.defined()) loss = loss + term;
     }
     loss.backward();
-    flat.RelinkGradients();
+    flat->RelinkGradients();
     if (spec.max_grad_norm() > 0) {
-      torch::nn::utils::clip_grad_norm_(flat.optimizer_tensors(), spec.max_grad_norm());
+      torch::nn::utils::clip_grad_norm_(flat->optimizer_tensors(), spec.max_grad_norm());
     }
     optimizer->step();
     loss_sum.add_(task_loss.detach());
@@ -362,16 +416,13 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
   std::map<std::string, TensorMap> states;
   update.delta = unshared.empty() ? ModelState::DifferenceFromModule(model, *global)
                                   : ModelState::DifferenceFromModule(model, *global).Without(unshared);
-  if (!personal.empty()) {
-    TensorMap& own = states[kPersonalSlot];
-    for (const auto& item : model.named_parameters(/*recurse=*/true)) {
-      if (personal_names.count(item.key()) != 0) own[item.key()] = item.value().detach().clone();
-    }
-    for (const auto& item : model.named_buffers(/*recurse=*/true)) {
-      if (personal_names.count(item.key()) != 0) own[item.key()] = item.value().detach().clone();
-    }
+  for (const auto& item : model.named_parameters(/*recurse=*/true)) {
+    if (personal_names.count(item.key()) != 0) own[item.key()] = item.value().detach().clone();
   }
-  if (faults != nullptr) faults->Corrupt(input.client_id, input.round, update.delta);
+  for (const auto& item : model.named_buffers(/*recurse=*/true)) {
+    if (personal_names.count(item.key()) != 0) own[item.key()] = item.value().detach().clone();
+  }
+  if (faults_ != nullptr) faults_->Corrupt(input.client_id, input.round, update.delta);
   // Encoded before the hooks' AfterTraining, so that they see the delta as sent.
   int64_t delta_bytes = update.delta.NumBytes();
   if (spec.upload().kind() != fedkit::CodecSpec::IDENTITY) {
@@ -414,15 +465,16 @@ absl::StatusOr<ClientUpdate> TrainUnguarded(const fedkit::ClientTrainingSpec& sp
     for (auto& [name, extra] : update.extras) extra = extra.Without(unshared);
   }
   update.bytes_sent = delta_bytes + NumBytes(update.extras);
-  for (ActiveHook& h : hooks) states[h.name] = std::move(h.state);
+  for (ActiveHook& h : hooks) {
+    if (!h.name.empty()) states[h.name] = std::move(h.state);
+  }
+  if (!own.empty()) states[kPersonalSlot] = std::move(own);
   if (spec.keep_optimizer_state()) {
-    states[kOptimizerSlot] = SaveOptimizerState(*optimizer, flat.optimizer_tensors());
+    states[kOptimizerSlot] = SaveOptimizerState(*optimizer, flat->optimizer_tensors());
   }
   state_store.Stage(input.client_id, std::move(states));
   return update;
 }
-
-}  // namespace
 
 int64_t PlannedSteps(const fedkit::ClientTrainingSpec& spec, int64_t num_examples) {
   if (spec.has_steps()) return spec.steps();
@@ -442,8 +494,7 @@ absl::StatusOr<ClientUpdate> LocalTrainer::Train(Model& model,
                                                  const LocalTrainingInput& input) const {
   absl::StatusOr<ClientUpdate> update;
   try {
-    update = TrainUnguarded(spec_, spec_hooks_, augmentation_, system_, faults_, personal_,
-                            frozen_, *state_store_, model, input);
+    update = TrainUnguarded(model, input);
   } catch (const c10::Error& e) {
     update = absl::InternalError(e.what_without_backtrace());
   }

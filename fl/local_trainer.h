@@ -19,6 +19,7 @@
 
 namespace fl {
 
+class ClientHook;
 class Model;
 class FaultModel;
 class SystemModel;
@@ -36,6 +37,9 @@ struct LocalTrainingInput {
   // The federation's training examples, on the training device.
   const Examples* examples = nullptr;
   const std::vector<int64_t>* indices = nullptr;
+  // A hook the caller made and owns, run after the requested ones; its state is
+  // not kept (a hook's own training: Ditto's proximal term).
+  ClientHook* caller_hook = nullptr;
 };
 
 // The local steps `spec` asks of a client with `num_examples` training examples:
@@ -75,8 +79,14 @@ class LocalTrainer {
   // Tensors no client trains (FedBABU's head): out of the optimiser, so they keep
   // the global model's values, and left out of the update like personal ones.
   void set_frozen_tensors(std::vector<std::string> names) { frozen_ = std::move(names); }
+  // Local training in phases (AggregatorProperties::local_phases), each with an
+  // optimiser of its own over the part it trains; the system model cuts the last
+  // phases first. Default: one phase over everything not frozen.
+  void set_phases(std::vector<LocalPhase> phases) { phases_ = std::move(phases); }
 
  private:
+  absl::StatusOr<ClientUpdate> TrainUnguarded(Model& model, const LocalTrainingInput& input) const;
+
   fedkit::ClientTrainingSpec spec_;
   std::vector<HookRequest> spec_hooks_;
   ClientStateStore* state_store_;
@@ -85,6 +95,7 @@ class LocalTrainer {
   const FaultModel* faults_ = nullptr;
   std::vector<std::string> personal_;
   std::vector<std::string> frozen_;
+  std::vector<LocalPhase> phases_;
 };
 
 }  // namespace fl

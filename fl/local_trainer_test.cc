@@ -649,5 +649,51 @@ TEST_F(LocalTrainerTest, FrozenTensorsAreNeitherTrainedNorSent) {
   EXPECT_TRUE(model_.bias_.requires_grad());
 }
 
+TEST_F(LocalTrainerTest, PhasesTrainThePersonalPartThenTheSharedPart) {
+  // FedRep's round by hand, full-batch gradient descent: the bias is personal.
+  // Phase 1 (2 epochs): b <- b - lr grad_b F(W0, b), twice, W fixed. Phase 2 (the
+  // client's epoch): W <- W0 - lr grad_W F(W0, b2), b fixed.
+  fedkit::ClientTrainingSpec spec;
+  spec.set_epochs(1);
+  spec.set_batch_size(20);
+  spec.mutable_optimizer()->set_lr(0.5);
+  spec.mutable_optimizer()->set_momentum(0.9);  // each phase's optimiser starts afresh
+  LocalTrainer trainer(spec, {}, &store_);
+  trainer.set_personal_tensors({"bias"});
+  trainer.set_phases({{LocalPhase::Part::kPersonal, 2}, {LocalPhase::Part::kShared, 0}});
+  global_ = ModelState({{"weight", at::tensor({0.3f, -0.2f, 0.1f, 0.4f}).view({2, 2}), false},
+                        {"bias", at::tensor({0.05f, -0.05f}), false}});
+  RoundPlan plan;
+  auto update = trainer.Train(model_, Input(0, 1, plan));
+  ASSERT_TRUE(update.ok()) << update.status();
+  EXPECT_EQ(update->local_steps, 3);
+  EXPECT_EQ(update->planned_steps, 3);
+
+  const at::Tensor x = examples_.x.slice(0, 0, 20);
+  const at::Tensor y = examples_.y.slice(0, 0, 20);
+  auto gradients = [&](const at::Tensor& w, const at::Tensor& b) {
+    at::Tensor wg = w.clone().requires_grad_(true);
+    at::Tensor bg = b.clone().requires_grad_(true);
+    at::cross_entropy_loss(at::linear(x, wg, bg), y).backward();
+    return std::make_pair(wg.grad(), bg.grad());
+  };
+  const at::Tensor w0 = global_.tensor(0);
+  at::Tensor b = global_.tensor(1);
+  const at::Tensor first_step = gradients(w0, b).second;  // momentum buffer = gradient
+  b = b - 0.5 * first_step;
+  b = b - 0.5 * (0.9 * first_step + gradients(w0, b).second);
+  const at::Tensor w1 = w0 - 0.5 * gradients(w0, b).first;
+
+  ASSERT_EQ(update->delta.size(), 1u);
+  EXPECT_TRUE(update->delta.tensor(0).allclose(w1 - w0, 0, 1e-6))
+      << update->delta.tensor(0) << " vs " << (w1 - w0);
+  store_.Commit(0);
+  EXPECT_TRUE(store_.Committed(0, kPersonalSlot).at("bias").allclose(b, 0, 1e-6))
+      << store_.Committed(0, kPersonalSlot).at("bias") << " vs " << b;
+  EXPECT_TRUE(model_.weight_.requires_grad());
+  EXPECT_TRUE(model_.bias_.requires_grad());
+
+}
+
 }  // namespace
 }  // namespace fl

@@ -73,7 +73,36 @@ absl::StatusOr<UnsharedTensors> ResolveUnshared(const Model& model,
 
 void ValidatePersonalization(const fedkit::ExperimentSpec& spec,
                              const AggregatorProperties& properties, ErrorList& errors) {
-  if (properties.personal_groups.empty() && properties.frozen_groups.empty()) return;
+  const bool unshared = !properties.personal_groups.empty() || !properties.frozen_groups.empty();
+  for (size_t i = 0; i < properties.local_phases.size(); ++i) {
+    const LocalPhase& phase = properties.local_phases[i];
+    if (phase.epochs < 0) {
+      errors.Add("aggregator.options",
+                 absl::StrCat("local training phase ", i, ": epochs must be >= 0, got ",
+                              phase.epochs));
+    }
+    if (phase.part == LocalPhase::Part::kPersonal && properties.personal_groups.empty()) {
+      errors.Add("aggregator.options",
+                 absl::StrCat("local training phase ", i,
+                              " trains the personal part, but no parameter group is personal"));
+    }
+  }
+  if (properties.local_phases.size() > 1 && spec.client().keep_optimizer_state()) {
+    errors.Add("client.keep_optimizer_state",
+               "the aggregator trains locally in phases, each with an optimiser of its own; "
+               "there is no one optimiser state to keep");
+  }
+  if (properties.personal_model && unshared) {
+    errors.Add("aggregator.options.base",
+               absl::StrCat("a personal model (the whole model, kept by each client) does not "
+                            "compose with personal or frozen parameter groups (",
+                            absl::StrJoin(properties.personal_groups, ", "),
+                            properties.personal_groups.empty() || properties.frozen_groups.empty()
+                                ? ""
+                                : "; ",
+                            absl::StrJoin(properties.frozen_groups, ", "), ")"));
+  }
+  if (!unshared && !properties.personal_model) return;
   std::vector<std::string> kept;
   if (!properties.personal_groups.empty()) {
     kept.push_back(absl::StrCat("keep ", absl::StrJoin(properties.personal_groups, ", "),
@@ -82,6 +111,7 @@ void ValidatePersonalization(const fedkit::ExperimentSpec& spec,
   if (!properties.frozen_groups.empty()) {
     kept.push_back(absl::StrCat("never train ", absl::StrJoin(properties.frozen_groups, ", ")));
   }
+  if (properties.personal_model) kept.push_back("keep a personal model to themselves");
   const std::string why = absl::StrCat("the aggregator's clients ", absl::StrJoin(kept, " and "),
                                        ", out of what the server sees, and ");
   const fedkit::ServerSpec& server = spec.server();
@@ -91,12 +121,13 @@ void ValidatePersonalization(const fedkit::ExperimentSpec& spec,
   if (server.one_shot()) {
     errors.Add("server.one_shot", why + "a one-shot round compares whole client models");
   }
-  if (!properties.personal_groups.empty() &&
+  if ((!properties.personal_groups.empty() || properties.personal_model) &&
       spec.simulation().backend() == fedkit::SimulationSpec::C10D) {
     errors.Add("simulation.backend",
                why + "C10D keeps each client's own on its owning rank, where the server cannot "
                      "evaluate the client's model yet");
   }
+  if (!unshared) return;
   if (server.download().kind() != fedkit::CodecSpec::IDENTITY) {
     errors.Add("server.download",
                why + "a compressed download tracks the clients' copy of the whole model");

@@ -42,11 +42,15 @@ struct UnsharedTensors {
 absl::StatusOr<UnsharedTensors> ResolveUnshared(const Model& model,
                                                 const AggregatorProperties& properties);
 
-// What a run with personal or frozen tensors cannot do yet, each an error at the
-// field that asks for it: asynchronous or one-shot rounds, several processes with
-// personal tensors (each client's live on its owning rank, where the server
-// cannot evaluate them), a lossy download (the clients' copy of the model is the whole model)
-// and an aggregator that runs the model on the server's proxy set.
+// What a run with personal or frozen tensors, or a personal model, cannot do
+// yet, each an error at the field that asks for it: asynchronous or one-shot
+// rounds, several processes with personal tensors or models (each client's live
+// on its owning rank, where the server cannot evaluate them), a lossy download
+// and a proxy-set aggregator with unshared tensors (the clients' copy of the
+// model, and the proxy's, would be the whole model). Also the aggregator's own
+// shape: local phases that train a personal part it lacks, an optimiser state
+// kept across phases, and a personal model over personal or frozen groups (both
+// would live in kPersonalSlot).
 void ValidatePersonalization(const fedkit::ExperimentSpec& spec,
                              const AggregatorProperties& properties, ErrorList& errors);
 

@@ -30,6 +30,7 @@ TEST(RegistryGoldenTest, Models) {
 
 TEST(RegistryGoldenTest, Aggregators) {
   EXPECT_THAT(fl::Registry<fl::Aggregator>::Global().Names(), ElementsAre(
+                                                                  "ditto",
                                                                   "dp_fedavg",
                                                                   "efl",
                                                                   "elastic",
@@ -46,6 +47,7 @@ TEST(RegistryGoldenTest, Aggregators) {
                                                                   "fednova",
                                                                   "fedper",
                                                                   "fedprox",
+                                                                  "fedrep",
                                                                   "fedyogi",
                                                                   "geometric_median",
                                                                   "krum",
@@ -63,6 +65,7 @@ TEST(RegistryGoldenTest, Aggregators) {
 TEST(RegistryGoldenTest, ClientHooks) {
   EXPECT_THAT(fl::Registry<fl::ClientHook>::Global().Names(), ElementsAre(
                                                                   "class_counts",
+                                                                  "ditto",
                                                                   "dp_clip",
                                                                   "efl",
                                                                   "elastic",

@@ -407,6 +407,8 @@ class Elastic : public fl::Aggregator {
     properties.client_hooks = base_->properties().client_hooks;
     properties.personal_groups = base_->properties().personal_groups;
     properties.frozen_groups = base_->properties().frozen_groups;
+    properties.local_phases = base_->properties().local_phases;
+    properties.personal_model = base_->properties().personal_model;
     properties.client_hooks.insert(properties.client_hooks.begin(), kName);
     properties.sums_only =
         base_->properties().sums_only && normalizer_ != fedkit::aggregators::CLIENTS;

@@ -20,7 +20,7 @@
 //   }
 //   server { client_evaluation { fine_tune_steps: 10 } }
 
-#include "aggregators/common/partial_sharing.h"
+#include "aggregators/common/personalized_base.h"
 #include "aggregators/fedbabu/fedbabu_options.pb.h"
 #include "fl/aggregator.h"
 #include "fl/registry.h"
@@ -30,10 +30,10 @@ namespace {
 
 absl::StatusOr<std::unique_ptr<fl::Aggregator>> Create(
     const fedkit::aggregators::FedBabuOptions& options, const fl::Aggregator::CreateArgs&) {
-  SharingGroups groups;
+  Personalization groups;
   groups.frozen.assign(options.frozen_groups().begin(), options.frozen_groups().end());
   if (groups.frozen.empty()) groups.frozen = {"head"};
-  return CreatePartialSharing(options.base(), std::move(groups), "fedbabu");
+  return CreatePersonalized(options.base(), std::move(groups), "fedbabu");
 }
 
 FL_REGISTER_PLUGIN(fl::Aggregator, "fedbabu", fedkit::aggregators::FedBabuOptions, Create);

@@ -19,17 +19,14 @@
 
 #include <cmath>
 #include <memory>
-#include <vector>
-
-#include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
 #include "aggregators/common/mean_delta_aggregator.h"
+#include "aggregators/common/proximal_term.h"
 #include "aggregators/fedprox/fedprox_options.pb.h"
 #include "fl/aggregator.h"
 #include "fl/client_hook.h"
 #include "fl/errors.h"
-#include "fl/model.h"
 #include "fl/registry.h"
 #include "fl/status_macros.h"
 
@@ -43,44 +40,11 @@ absl::Status CheckMu(double mu) {
   return absl::InvalidArgumentError(absl::StrCat("options.mu: must be >= 0, got ", mu));
 }
 
-class FedProxHook : public fl::ClientHook {
- public:
-  explicit FedProxHook(double mu) : mu_(mu) {}
-
-  absl::Status BeforeTraining(fl::HookContext& context) override {
-    parameters_ = context.model->parameters();
-    anchors_.clear();
-    for (const auto& entry : context.global->entries()) {
-      if (!entry.is_buffer) anchors_.push_back(entry.tensor.detach());
-    }
-    if (anchors_.size() != parameters_.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("the global model has ", anchors_.size(),
-                                                     " parameters, the local one ",
-                                                     parameters_.size()));
-    }
-    return absl::OkStatus();
-  }
-
-  at::Tensor LossTerm(fl::HookContext& context) override {
-    if (mu_ == 0) return at::Tensor();
-    at::Tensor sum = at::zeros({}, parameters_.front().options());
-    for (size_t i = 0; i < parameters_.size(); ++i) {
-      sum = sum + (parameters_[i] - anchors_[i]).pow(2).sum();
-    }
-    return sum * (mu_ / 2);
-  }
-
- private:
-  double mu_;
-  std::vector<at::Tensor> parameters_;
-  std::vector<at::Tensor> anchors_;
-};
-
 absl::StatusOr<std::unique_ptr<fl::ClientHook>> CreateFedProxHook(
     const fedkit::aggregators::FedProxHookOptions& options, const fl::ClientHook::CreateArgs&) {
   const double mu = options.has_mu() ? options.mu() : kDefaultMu;
   FL_RETURN_IF_ERROR(CheckMu(mu));
-  return std::make_unique<FedProxHook>(mu);
+  return std::make_unique<ProximalTerm>(mu);
 }
 
 FL_REGISTER_PLUGIN(fl::ClientHook, "fedprox", fedkit::aggregators::FedProxHookOptions,

@@ -21,7 +21,7 @@
 //     }
 //   }
 
-#include "aggregators/common/partial_sharing.h"
+#include "aggregators/common/personalized_base.h"
 #include "aggregators/common/partial_sharing_options.pb.h"
 #include "fl/aggregator.h"
 #include "fl/registry.h"

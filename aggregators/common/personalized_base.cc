@@ -1,4 +1,4 @@
-#include "aggregators/common/partial_sharing.h"
+#include "aggregators/common/personalized_base.h"
 
 #include <map>
 #include <optional>
@@ -15,10 +15,10 @@
 namespace aggregators {
 namespace {
 
-class PartialSharing : public fl::Aggregator {
+class Personalized : public fl::Aggregator {
  public:
-  PartialSharing(std::unique_ptr<fl::Aggregator> base, SharingGroups groups)
-      : base_(std::move(base)), groups_(std::move(groups)) {}
+  Personalized(std::unique_ptr<fl::Aggregator> base, Personalization shape)
+      : base_(std::move(base)), shape_(std::move(shape)) {}
 
   fl::AggregatorProperties properties() const override {
     fl::AggregatorProperties properties = base_->properties();
@@ -27,13 +27,19 @@ class PartialSharing : public fl::Aggregator {
         if (!absl::c_linear_search(to, group)) to.push_back(group);
       }
     };
-    add(groups_.personal, properties.personal_groups);
-    add(groups_.frozen, properties.frozen_groups);
+    add(shape_.personal, properties.personal_groups);
+    add(shape_.frozen, properties.frozen_groups);
+    properties.local_phases.insert(properties.local_phases.end(), shape_.phases.begin(),
+                                   shape_.phases.end());
+    properties.personal_model = properties.personal_model || shape_.personal_model;
+    if (shape_.hook.has_value()) properties.client_hooks.push_back(shape_.hook->name);
     return properties;
   }
   absl::StatusOr<fl::RoundPlan> Configure(const fl::ModelState& global,
                                           fl::ServerContext& context) override {
-    return base_->Configure(global, context);
+    FL_ASSIGN_OR_RETURN(fl::RoundPlan plan, base_->Configure(global, context));
+    if (shape_.hook.has_value()) plan.hooks.push_back(*shape_.hook);
+    return plan;
   }
   absl::Status Accumulate(fl::ClientUpdate update, fl::ServerContext& context) override {
     return base_->Accumulate(std::move(update), context);
@@ -55,7 +61,7 @@ class PartialSharing : public fl::Aggregator {
 
  private:
   std::unique_ptr<fl::Aggregator> base_;
-  const SharingGroups groups_;
+  const Personalization shape_;
 };
 
 void CheckGroups(const std::vector<std::string>& groups, const std::string& option,
@@ -73,24 +79,24 @@ void CheckGroups(const std::vector<std::string>& groups, const std::string& opti
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreatePartialSharing(const fedkit::PluginSpec& base,
-                                                                     SharingGroups groups,
-                                                                     const std::string& name) {
+absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreatePersonalized(const fedkit::PluginSpec& base,
+                                                                   Personalization shape,
+                                                                   const std::string& name) {
   fl::ErrorList errors;
-  CheckGroups(groups.personal, "personal_groups", errors);
-  CheckGroups(groups.frozen, "frozen_groups", errors);
+  CheckGroups(shape.personal, "personal_groups", errors);
+  CheckGroups(shape.frozen, "frozen_groups", errors);
   std::unique_ptr<fl::Aggregator> created = CreateBaseAggregator(base, name, errors);
   FL_RETURN_IF_ERROR(errors.ToStatus());
-  return std::make_unique<PartialSharing>(std::move(created), std::move(groups));
+  return std::make_unique<Personalized>(std::move(created), std::move(shape));
 }
 
 absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreatePersonalSharing(
     const fedkit::aggregators::PartialSharingOptions& options, const std::string& name,
     std::vector<std::string> paper_groups) {
-  SharingGroups groups;
+  Personalization groups;
   groups.personal.assign(options.personal_groups().begin(), options.personal_groups().end());
   if (groups.personal.empty()) groups.personal = std::move(paper_groups);
-  return CreatePartialSharing(options.base(), std::move(groups), name);
+  return CreatePersonalized(options.base(), std::move(groups), name);
 }
 
 }  // namespace aggregators
