@@ -38,6 +38,7 @@
 #include "fl/client_hook.h"
 #include "fl/client_state_store.h"
 #include "fl/experiment.h"
+#include "fl/personalization.h"
 #include "fl/registry.h"
 #include "fl/spec_loader.h"
 #include "gtest/gtest.h"
@@ -408,9 +409,15 @@ struct HookEffects {
     // Per parameter, the sum of the extra `summed_extra` over the client's
     // accepted rounds (it advances every round).
     kSumOfExtra,
+    // A whole model of the client's own (Ditto's v_k), in the store's
+    // kPersonalSlot: the global model's layout, trained away from it and from the
+    // model the client uploads.
+    kPersonalModel,
   };
   State state = State::kNone;
   std::string summed_extra;
+  // The store slot the state lives in; empty: the hook's name.
+  std::string slot;
 };
 
 // Every registered client hook's effects (EveryHookDeclaresItsEffects).
@@ -479,6 +486,10 @@ const std::map<std::string, HookEffects>& KnownEffects() {
     };
 
     (*effects)["fedprox"].pulls_to_global = true;
+
+    HookEffects& ditto = (*effects)["ditto"];
+    ditto.state = State::kPersonalModel;
+    ditto.slot = fl::kPersonalSlot;
 
     HookEffects& holdout = (*effects)["holdout"];
     holdout.holds_out = 0.3;
@@ -666,6 +677,7 @@ TEST_P(HookEffectsTest, TrainingChangesOnlyAsDeclared) {
 TEST_P(HookEffectsTest, StateAsDeclaredAndCommittedOnlyWhenAccepted) {
   using State = HookEffects::State;
   const std::string& hook = GetParam().hook;
+  const std::string& slot = effects_->slot.empty() ? hook : effects_->slot;
   const ProbedRun& one = RunProbed(overrides_, 1);
   const ProbedRun& two = RunProbed(overrides_, 2);
   ASSERT_EQ(one.arrivals.size(), 3u);
@@ -673,7 +685,7 @@ TEST_P(HookEffectsTest, StateAsDeclaredAndCommittedOnlyWhenAccepted) {
   if (effects_->state == State::kNone) {
     for (const ProbedRun* run : {&one, &two}) {
       for (const auto& [key, state] : run->states) {
-        EXPECT_NE(key.second, hook) << "client " << key.first << " holds state of a stateless hook";
+        EXPECT_NE(key.second, slot) << "client " << key.first << " holds state of a stateless hook";
       }
     }
     return;
@@ -697,6 +709,20 @@ TEST_P(HookEffectsTest, StateAsDeclaredAndCommittedOnlyWhenAccepted) {
       }
       return;
     }
+    if (effects_->state == State::kPersonalModel) {
+      ASSERT_EQ(after.size(), arrival.global.size());
+      double from_local = 0;
+      for (size_t i = 0; i < arrival.global.size(); ++i) {
+        const fl::ModelState::Entry& e = arrival.global.entries()[i];
+        ASSERT_TRUE(after.count(e.name)) << e.name;
+        const at::Tensor& own = after.at(e.name);
+        ASSERT_EQ(own.sizes(), e.tensor.sizes()) << e.name;
+        EXPECT_TRUE(own.isfinite().all().item<bool>()) << e.name;
+        from_local += (own - (e.tensor + arrival.update.delta.tensor(i))).abs().max().item<double>();
+      }
+      EXPECT_GT(from_local, 0.0) << "the personal model is the uploaded one";
+      return;
+    }
     const fl::ModelState& sent = arrival.update.extras.at(effects_->summed_extra);
     ASSERT_EQ(after.size(), sent.size());
     for (const auto& e : sent.entries()) {
@@ -707,19 +733,19 @@ TEST_P(HookEffectsTest, StateAsDeclaredAndCommittedOnlyWhenAccepted) {
   };
   // Round 1: the state of exactly the round's clients.
   for (const Arrival* arrival : one.InRound(1)) {
-    const fl::TensorMap* state = one.State(arrival->update.client_id, hook);
+    const fl::TensorMap* state = one.State(arrival->update.client_id, slot);
     ASSERT_NE(state, nullptr) << "no state committed for client " << arrival->update.client_id;
     expect_after(nullptr, *state, *arrival);
   }
   for (const auto& [key, state] : one.states) {
-    if (key.second != hook) continue;
+    if (key.second != slot) continue;
     EXPECT_NE(one.Find(1, key.first), nullptr) << "state for client " << key.first;
   }
   // Round 2 continues from round 1's states; clients not in it keep theirs.
   for (int64_t client = 0; client < 4; ++client) {
     SCOPED_TRACE(absl::StrCat("client ", client, " after round 2"));
-    const fl::TensorMap* before = one.State(client, hook);
-    const fl::TensorMap* after = two.State(client, hook);
+    const fl::TensorMap* before = one.State(client, slot);
+    const fl::TensorMap* after = two.State(client, slot);
     const Arrival* arrival = two.Find(2, client);
     if (arrival != nullptr) {
       ASSERT_NE(after, nullptr);
@@ -738,11 +764,11 @@ TEST_P(HookEffectsTest, StateAsDeclaredAndCommittedOnlyWhenAccepted) {
   const ProbedRun& refusing = RunProbed(overrides_, 1, refused);
   ASSERT_EQ(refusing.rows.size(), 1u);
   EXPECT_EQ(refusing.rows[0].rejected, 1);
-  EXPECT_EQ(refusing.State(refused, hook), nullptr)
+  EXPECT_EQ(refusing.State(refused, slot), nullptr)
       << "client " << refused << "'s state was committed though its update was rejected";
   for (const Arrival* arrival : refusing.InRound(1)) {
-    const fl::TensorMap* state = refusing.State(arrival->update.client_id, hook);
-    const fl::TensorMap* alone = one.State(arrival->update.client_id, hook);
+    const fl::TensorMap* state = refusing.State(arrival->update.client_id, slot);
+    const fl::TensorMap* alone = one.State(arrival->update.client_id, slot);
     ASSERT_NE(state, nullptr);
     ASSERT_NE(alone, nullptr);
     for (const auto& [name, tensor] : *alone) EXPECT_TRUE(state->at(name).equal(tensor)) << name;

@@ -169,6 +169,12 @@ struct AggregatorProperties {
   // HookContext::personal; per-client evaluation uses it (the server's model for
   // a client that has none yet). Wrappers pass their base's on.
   bool personal_model = false;
+  // A client hook it plans takes the local steps itself (ClientHook::
+  // takes_local_steps: pFedMe, APFL, Per-FedAvg), as plain SGD at the client's
+  // learning rate: validation refuses what it would not apply (another
+  // optimiser, momentum, weight decay, a kept optimiser state, local phases).
+  // Wrappers pass their base's on.
+  bool own_local_step = false;
   // Reads ClientUpdate::local_steps (FedNova's normalisation): it corrects for incomplete updates itself, so validation refuses
   // server.incomplete_updates: SCALE, which would correct them a second time. The
   // conformance suite checks the claim both ways: the result (or the state kept)

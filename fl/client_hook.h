@@ -17,6 +17,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "fl/client_state_store.h"
 #include "fl/client_update.h"
 #include "fl/dataset.h"
@@ -69,6 +70,19 @@ struct HookContext {
   ImageAugmentation augmentation;
 };
 
+// What the trainer lends a hook that takes the local steps itself.
+class LocalSteps {
+ public:
+  virtual ~LocalSteps() = default;
+  // The client's next training batch (fl/batch_stream.h): augmented, relabelled
+  // for a label-flipping client, epochs continuing as batches are drawn.
+  virtual absl::StatusOr<Examples> NextBatch() = 0;
+  // Cross-entropy on `batch` at the model's current values plus every other
+  // hook's loss term, backpropagated into the trainable parameters' grad()
+  // (zeroed first, clipped to client.max_grad_norm). Returns the cross-entropy.
+  virtual at::Tensor Backward(const Examples& batch) = 0;
+};
+
 class ClientHook {
  public:
   static constexpr char kRegistryKind[] = "client_hook";
@@ -85,6 +99,21 @@ class ClientHook {
 
   // Added to the task loss at every local step; an undefined tensor adds nothing.
   virtual at::Tensor LossTerm(HookContext& context) { return at::Tensor(); }
+
+  // True for a hook that takes each local step itself (pFedMe, APFL, Per-FedAvg)
+  // in place of the trainer's loss, backward pass and optimiser step. At most one
+  // hook of a round may; its aggregator declares own_local_step, so that
+  // validation refuses optimiser settings it would not apply.
+  virtual bool takes_local_steps() const { return false; }
+  // One local step: draws its batches from `steps`, moves the model's trainable
+  // parameters (those with requires_grad) in place, and returns the step's task
+  // loss, for train_loss.
+  virtual absl::StatusOr<at::Tensor> LocalStep(HookContext& context, LocalSteps& steps) {
+    return absl::UnimplementedError("this hook does not take local steps");
+  }
+  // After the last local step, before the update is read from the model: leaves
+  // in the model what the client uploads (pFedMe's w, not its personalised theta).
+  virtual absl::Status FinishLocalSteps(HookContext& context) { return absl::OkStatus(); }
 
   // After local training; may add extras to `update` (and count their bytes).
   virtual absl::Status AfterTraining(HookContext& context, ClientUpdate& update) {

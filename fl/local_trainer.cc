@@ -5,7 +5,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <set>
 #include <string>
 #include <type_traits>
@@ -19,8 +18,7 @@
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
-#include "fl/augmentation.h"
-#include "fl/batch_order_file.h"
+#include "fl/batch_stream.h"
 #include "fl/codec.h"
 #include "fl/client_hook.h"
 #include "fl/flat_parameters.h"
@@ -185,6 +183,47 @@ at::Generator SeededGenerator(const at::Device& device, uint64_t seed) {
   return generator;
 }
 
+// The trainer's half of a local step, for itself and for a hook that takes the
+// steps: batches, and gradients of the task loss plus the other hooks' terms.
+class TrainerSteps : public LocalSteps {
+ public:
+  TrainerSteps(BatchStream& stream, Model& model, const std::unique_ptr<FlatParameters>& flat,
+               std::vector<ActiveHook>& hooks, const ActiveHook* stepper, double max_grad_norm)
+      : stream_(stream),
+        model_(model),
+        flat_(flat),
+        hooks_(hooks),
+        stepper_(stepper),
+        max_grad_norm_(max_grad_norm) {}
+
+  absl::StatusOr<Examples> NextBatch() override { return stream_.Next(); }
+
+  at::Tensor Backward(const Examples& batch) override {
+    flat_->ZeroGradients();
+    at::Tensor task_loss = at::cross_entropy_loss(model_.Forward(batch.x), batch.y);
+    at::Tensor loss = task_loss;
+    for (ActiveHook& h : hooks_) {
+      if (&h == stepper_) continue;
+      at::Tensor term = h.hook->LossTerm(h.context);
+      if (term.defined()) loss = loss + term;
+    }
+    loss.backward();
+    flat_->RelinkGradients();
+    if (max_grad_norm_ > 0) {
+      torch::nn::utils::clip_grad_norm_(flat_->optimizer_tensors(), max_grad_norm_);
+    }
+    return task_loss.detach();
+  }
+
+ private:
+  BatchStream& stream_;
+  Model& model_;
+  const std::unique_ptr<FlatParameters>& flat_;  // replaced at each phase
+  std::vector<ActiveHook>& hooks_;
+  const ActiveHook* stepper_;
+  const double max_grad_norm_;
+};
+
 }  // namespace
 
 absl::StatusOr<ClientUpdate> LocalTrainer::TrainUnguarded(Model& model,
@@ -291,6 +330,15 @@ absl::StatusOr<ClientUpdate> LocalTrainer::TrainUnguarded(Model& model,
   if (train_indices.empty()) {
     return absl::FailedPreconditionError("no training examples left");
   }
+  ActiveHook* stepper = nullptr;
+  for (ActiveHook& h : hooks) {
+    if (!h.hook->takes_local_steps()) continue;
+    if (stepper != nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("client hooks \"", stepper->name, "\" and \"",
+                                                     h.name, "\" both take the local steps"));
+    }
+    stepper = &h;
+  }
 
   const auto num_examples = static_cast<int64_t>(train_indices.size());
   const int64_t batch_size = std::min<int64_t>(spec.batch_size(), num_examples);
@@ -343,68 +391,39 @@ absl::StatusOr<ClientUpdate> LocalTrainer::TrainUnguarded(Model& model,
                         absl::StrCat("client.keep_optimizer_state: ", restored.message()));
   };
   FL_RETURN_IF_ERROR(begin_phase());
-  const bool flip_labels = faults_ != nullptr && faults_->FlipsLabels(input.client_id);
-  std::mt19937_64 rng(input.seed);
-  at::Generator augmentation_stream = at::make_generator<at::CPUGeneratorImpl>(
-      DeriveSeed(input.seed, SeedStream::kAugmentation));
+  FL_ASSIGN_OR_RETURN(
+      BatchStream stream,
+      BatchStream::Create(spec, {input.client_id, input.round, input.seed, input.examples,
+                                 train_indices, augmentation_, faults_},
+                          total_steps));
+  TrainerSteps steps(stream, model, flat, hooks, stepper, spec.max_grad_norm());
   // Summed on the device and read once: .item() each step would wait for the device.
   at::Tensor loss_sum = at::zeros({}, at::TensorOptions(device).dtype(at::kDouble));
-  const bool shuffle = spec.batch_order() == fedkit::ClientTrainingSpec::SHUFFLED;
-  std::vector<std::vector<int64_t>> recorded;
-  if (spec.batch_order() == fedkit::ClientTrainingSpec::FROM_FILE) {
-    FL_ASSIGN_OR_RETURN(recorded, ReadBatchOrders(spec.batch_order_dir(), input.round,
-                                                  absl::StrCat(input.client_id), train_indices));
-    const int64_t epochs = (total_steps + batches_per_epoch - 1) / batches_per_epoch;
-    if (static_cast<int64_t>(recorded.size()) < epochs) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "client.batch_order_dir: round ", input.round, ", client ", input.client_id, ": ",
-          recorded.size(), " recorded epochs, ", epochs, " needed"));
-    }
-  }
-  at::Tensor order;
   for (int64_t step = 0; step < total_steps; ++step) {
     if (step == phase_ends[phase]) {
       ++phase;
       FL_RETURN_IF_ERROR(begin_phase());
     }
-    const int64_t batch_in_epoch = step % batches_per_epoch;
-    if (!recorded.empty() && batch_in_epoch == 0) {
-      order = at::tensor(recorded[step / batches_per_epoch], at::kLong).to(device);
-    } else if (batch_in_epoch == 0 && (shuffle || !order.defined())) {
-      if (shuffle) std::shuffle(train_indices.begin(), train_indices.end(), rng);
-      order = at::tensor(train_indices, at::kLong).to(device);
+    at::Tensor task_loss;
+    if (stepper != nullptr) {
+      FL_ASSIGN_OR_RETURN(task_loss, stepper->hook->LocalStep(stepper->context, steps));
+    } else {
+      FL_ASSIGN_OR_RETURN(Examples batch, steps.NextBatch());
+      task_loss = steps.Backward(batch);
+      optimizer->step();
     }
-    if (batch_in_epoch == 0 && !spec.batch_order_record_dir().empty()) {
-      const std::vector<int64_t>& epoch_order =
-          recorded.empty() ? train_indices : recorded[step / batches_per_epoch];
-      absl::Status written = AppendBatchOrder(spec.batch_order_record_dir(), input.round,
-                                              absl::StrCat(input.client_id), epoch_order);
-      if (!written.ok()) {
-        return absl::Status(written.code(),
-                            absl::StrCat("client.batch_order_record_dir: ", written.message()));
-      }
+    loss_sum.add_(task_loss);
+  }
+  // Hooks after training see the indices in the order of the last epoch, as the
+  // stream left them.
+  train_indices = stream.indices();
+  if (stepper != nullptr) {
+    absl::Status finished = stepper->hook->FinishLocalSteps(stepper->context);
+    if (!finished.ok()) {
+      return absl::Status(finished.code(), absl::StrCat("client hook \"", stepper->name,
+                                                        "\" after its local steps: ",
+                                                        finished.message()));
     }
-    const int64_t begin = batch_in_epoch * batch_size;
-    const at::Tensor batch = order.narrow(0, begin, std::min(batch_size, num_examples - begin));
-    at::Tensor x = input.examples->x.index_select(0, batch);
-    if (augmentation_.enabled()) x = Augment(x, augmentation_, augmentation_stream);
-    at::Tensor y = input.examples->y.index_select(0, batch);
-    if (flip_labels) y = faults_->FlippedLabels(y);
-
-    flat->ZeroGradients();
-    at::Tensor task_loss = at::cross_entropy_loss(model.Forward(x), y);
-    at::Tensor loss = task_loss;
-    for (ActiveHook& h : hooks) {
-      at::Tensor term = h.hook->LossTerm(h.context);
-      if (term.defined()) loss = loss + term;
-    }
-    loss.backward();
-    flat->RelinkGradients();
-    if (spec.max_grad_norm() > 0) {
-      torch::nn::utils::clip_grad_norm_(flat->optimizer_tensors(), spec.max_grad_norm());
-    }
-    optimizer->step();
-    loss_sum.add_(task_loss.detach());
   }
 
   ClientUpdate update;

@@ -92,6 +92,23 @@ void ValidatePersonalization(const fedkit::ExperimentSpec& spec,
                "the aggregator trains locally in phases, each with an optimiser of its own; "
                "there is no one optimiser state to keep");
   }
+  if (properties.own_local_step) {
+    const fedkit::ClientTrainingSpec& client = spec.client();
+    const std::string why =
+        "the aggregator's client hook takes the local steps itself, as plain SGD at "
+        "client.optimizer.lr";
+    if (client.optimizer().kind() != fedkit::OptimizerSpec::SGD) {
+      errors.Add("client.optimizer.kind", why);
+    }
+    if (client.optimizer().momentum() != 0) errors.Add("client.optimizer.momentum", why);
+    if (client.optimizer().weight_decay() != 0) {
+      errors.Add("client.optimizer.weight_decay", why);
+    }
+    if (client.keep_optimizer_state()) errors.Add("client.keep_optimizer_state", why);
+    if (!properties.local_phases.empty()) {
+      errors.Add("aggregator.options", why + ", in one phase");
+    }
+  }
   if (properties.personal_model && unshared) {
     errors.Add("aggregator.options.base",
                absl::StrCat("a personal model (the whole model, kept by each client) does not "

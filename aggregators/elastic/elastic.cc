@@ -409,6 +409,7 @@ class Elastic : public fl::Aggregator {
     properties.frozen_groups = base_->properties().frozen_groups;
     properties.local_phases = base_->properties().local_phases;
     properties.personal_model = base_->properties().personal_model;
+    properties.own_local_step = base_->properties().own_local_step;
     properties.client_hooks.insert(properties.client_hooks.begin(), kName);
     properties.sums_only =
         base_->properties().sums_only && normalizer_ != fedkit::aggregators::CLIENTS;
