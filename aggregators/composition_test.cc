@@ -159,6 +159,17 @@ std::vector<Case> Cases() {
   }
   cases.push_back({"fedbabu_over_scaffold", Aggregator("fedbabu", "FedBabuOptions",
                                                        "base { name: 'scaffold' }")});
+  // FedRep's phases under SCAFFOLD (its correction, over the shared parameters,
+  // acts in the body's phase); Ditto's personal model beside
+  // SCAFFOLD's training of the global one; Per-FedAvg's meta-steps under FedAdam.
+  cases.push_back({"fedrep_over_scaffold",
+                   Aggregator("fedrep", "FedRepOptions",
+                              "personal_groups: 'head' personal_epochs: 2 base { name: 'scaffold' }")});
+  cases.push_back({"ditto_over_scaffold",
+                   Aggregator("ditto", "DittoOptions", "base { name: 'scaffold' }")});
+  cases.push_back({"per_fedavg_over_fedadam",
+                   Aggregator("per_fedavg", "PerFedAvgOptions",
+                              "client { variant: HESSIAN_FREE } base { name: 'fedadam' }")});
   cases.push_back({"fedbn_with_fedprox",
                    absl::StrCat(Aggregator("fedbn"), " client { hooks { name: 'fedprox' } }")});
   // FedBN keeps the normalisation layers: the model needs some.
@@ -487,9 +498,15 @@ const std::map<std::string, HookEffects>& KnownEffects() {
 
     (*effects)["fedprox"].pulls_to_global = true;
 
-    HookEffects& ditto = (*effects)["ditto"];
-    ditto.state = State::kPersonalModel;
-    ditto.slot = fl::kPersonalSlot;
+    // Personal models, kept on the clients: Ditto's v_k, pFedMe's theta, APFL's
+    // v_bar (APFL's v and alpha in its own slot: the hook conformance suite).
+    for (const char* hook : {"ditto", "pfedme", "apfl"}) {
+      HookEffects& personal = (*effects)[hook];
+      personal.state = State::kPersonalModel;
+      personal.slot = fl::kPersonalSlot;
+    }
+    // Per-FedAvg's meta-steps: nothing sent or kept beyond the update.
+    (*effects)["per_fedavg"];
 
     HookEffects& holdout = (*effects)["holdout"];
     holdout.holds_out = 0.3;

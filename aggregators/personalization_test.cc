@@ -7,6 +7,7 @@
 // combinations refused with personal tensors.
 
 #include <algorithm>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -211,6 +212,68 @@ TEST(DittoRunTest, PersonalModelsStayOnTheClientsAndTheGlobalModelIsTheBases) {
             a->rows.back().client_accuracy.at("client_acc_mean") + 0.1);
 }
 
+// pFedMe and APFL keep a whole personal model per client too, trained inside
+// their own local steps; the global model is theirs, not FedAvg's.
+class PersonalModelTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PersonalModelTest, EachClientKeepsAWholeModelAndIsEvaluatedWithIt) {
+  // pFedMe's eta * lambda must stay below 1: the client's rate is its eta. Its
+  // lambda 1 (not 15) ties theta loosely to w, so that in three rounds theta is
+  // well away from the global model.
+  const std::string options =
+      GetParam() == "pfedme"
+          ? " options { [type.googleapis.com/fedkit.aggregators.PFedMeOptions] { client { "
+            "lambda: 1 } } }"
+          : "";
+  auto experiment = Build(absl::StrCat("aggregator { name: '", GetParam(), "'", options,
+                                       " } client { optimizer { lr: 0.01 } }"));
+  auto fedavg = Build("aggregator { name: 'fedavg' } client { optimizer { lr: 0.01 } }");
+  ASSERT_TRUE(experiment.ok() && fedavg.ok()) << experiment.status();
+  EXPECT_TRUE(experiment->personal_model);
+  auto result = fl::RunExperiment(*experiment, Dir(GetParam()));
+  auto baseline = fl::RunExperiment(*fedavg, Dir(GetParam() + "_fedavg"));
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(baseline.ok()) << baseline.status();
+  EXPECT_EQ(result->rows.back().rejected, 0);
+  EXPECT_EQ(result->rows.back().bytes_up, baseline->rows.back().bytes_up);
+  auto checkpoint = fl::ReadCheckpoint(Dir(GetParam()) + "/" + fl::kCheckpointFile, at::kCPU);
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+  for (int64_t client = 0; client < 5; ++client) {
+    auto it = checkpoint->client_states.find({client, fl::kPersonalSlot});
+    ASSERT_NE(it, checkpoint->client_states.end()) << "client " << client;
+    EXPECT_EQ(it->second.size(), result->final_model.size());
+  }
+  const double own = result->rows.back().client_accuracy.at("client_acc_mean");
+  const double global = baseline->rows.back().client_accuracy.at("client_acc_mean");
+  std::cout << GetParam() << ": client_acc_mean " << own << ", FedAvg's " << global << "\n";
+  EXPECT_GT(own, global + 0.1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Methods, PersonalModelTest, ::testing::Values("pfedme", "apfl"),
+                         [](const auto& info) { return info.param; });
+
+TEST(PerFedAvgRunTest, MetaStepsAreNotFedAvgsAndOneAdaptationStepPersonalises) {
+  const std::string evaluation =
+      " server { client_evaluation { fine_tune_steps: 1 fine_tune_learning_rate: 0.1 } }";
+  auto per_fedavg = Build(
+      "aggregator { name: 'per_fedavg' options { [type.googleapis.com/fedkit.aggregators."
+      "PerFedAvgOptions] { client { variant: HESSIAN_FREE alpha: 0.1 } } } }" + evaluation);
+  auto fedavg = Build("aggregator { name: 'fedavg' }" + evaluation);
+  ASSERT_TRUE(per_fedavg.ok() && fedavg.ok()) << per_fedavg.status();
+  EXPECT_FALSE(per_fedavg->personal_model);
+  auto a = fl::RunExperiment(*per_fedavg, Dir("per_fedavg"));
+  auto b = fl::RunExperiment(*fedavg, Dir("per_fedavg_fedavg"));
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(a->rows.back().rejected, 0);
+  EXPECT_FALSE(a->final_model.tensor(0).equal(b->final_model.tensor(0)));
+  EXPECT_TRUE(a->final_model.AllFinite());
+  const double adapted = a->rows.back().client_accuracy.at("client_acc_mean");
+  std::cout << "per_fedavg: client_acc_mean " << adapted << ", test accuracy "
+            << a->rows.back().test_accuracy << "\n";
+  EXPECT_GT(adapted, a->rows.back().test_accuracy + 0.1);
+}
+
 TEST(PartialSharingSecureTest, SecureAggregationSumsTheSharedPartAlone) {
   // One round of FedPer with and without secure aggregation: the clients mask
   // only their shared deltas, so the heads never enter the sum (the server's
@@ -349,6 +412,16 @@ TEST(PersonalizationRefusalsTest, NamesTheFieldThatCannotKeepPersonalTensors) {
   ASSERT_FALSE(fedrep_epochs.ok());
   EXPECT_THAT(fedrep_epochs.status().message(),
               HasSubstr("options.personal_epochs: must be >= 1, got 0"));
+  auto pfedme_momentum = Build(
+      "aggregator { name: 'pfedme' } client { optimizer { momentum: 0.9 weight_decay: 1e-4 } }");
+  ASSERT_FALSE(pfedme_momentum.ok());
+  EXPECT_THAT(pfedme_momentum.status().message(),
+              HasSubstr("client.optimizer.momentum: the aggregator's client hook takes the local "
+                        "steps itself, as plain SGD at client.optimizer.lr"));
+  EXPECT_THAT(pfedme_momentum.status().message(), HasSubstr("client.optimizer.weight_decay"));
+  auto per_fedavg_adam = Build("aggregator { name: 'per_fedavg' } client { optimizer { kind: ADAM } }");
+  ASSERT_FALSE(per_fedavg_adam.ok());
+  EXPECT_THAT(per_fedavg_adam.status().message(), HasSubstr("client.optimizer.kind: "));
   auto fine_tune = Build("server { client_evaluation { fine_tune_steps: -1 } }");
   ASSERT_FALSE(fine_tune.ok());
   EXPECT_THAT(fine_tune.status().message(),

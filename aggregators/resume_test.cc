@@ -83,8 +83,13 @@ std::vector<Case> Cases() {
                    "{ kind: SPARSE_TERNARY fraction: 0.1 error_feedback: true } } server { "
                    "incomplete_updates: SCALE download { kind: SPARSE_TERNARY fraction: 0.1 "
                    "error_feedback: true } }"});
-  // FedBN keeps the normalisation layers: the model needs some.
+  // FedBN keeps the normalisation layers: the model needs some. A method that
+  // takes the local steps itself runs plain SGD: no momentum.
   for (Case& c : cases) {
+    auto created = fl::Registry<fl::Aggregator>::Global().Create(c.name, google::protobuf::Any());
+    if (created.ok() && (*created)->properties().own_local_step) {
+      absl::StrAppend(&c.overrides, " client { optimizer { momentum: 0 } }");
+    }
     if (absl::StrContains(c.name, "fedbn")) {
       absl::StrAppend(&c.overrides, " model { options { [type.googleapis.com/fedkit.models."
                                     "MlpOptions] { hidden: [16] batch_norm: true } } }");

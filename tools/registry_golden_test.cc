@@ -30,6 +30,7 @@ TEST(RegistryGoldenTest, Models) {
 
 TEST(RegistryGoldenTest, Aggregators) {
   EXPECT_THAT(fl::Registry<fl::Aggregator>::Global().Names(), ElementsAre(
+                                                                  "apfl",
                                                                   "ditto",
                                                                   "dp_fedavg",
                                                                   "efl",
@@ -56,6 +57,8 @@ TEST(RegistryGoldenTest, Aggregators) {
                                                                   "median",
                                                                   "norm_clip",
                                                                   "ot_fusion",
+                                                                  "per_fedavg",
+                                                                  "pfedme",
                                                                   "scaffold",
                                                                   "server_ft",
                                                                   "split_average",
@@ -64,6 +67,7 @@ TEST(RegistryGoldenTest, Aggregators) {
 
 TEST(RegistryGoldenTest, ClientHooks) {
   EXPECT_THAT(fl::Registry<fl::ClientHook>::Global().Names(), ElementsAre(
+                                                                  "apfl",
                                                                   "class_counts",
                                                                   "ditto",
                                                                   "dp_clip",
@@ -73,6 +77,8 @@ TEST(RegistryGoldenTest, ClientHooks) {
                                                                   "fedprox",
                                                                   "holdout",
                                                                   "maecho",
+                                                                  "per_fedavg",
+                                                                  "pfedme",
                                                                   "scaffold"));
 }
 

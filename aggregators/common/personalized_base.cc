@@ -32,6 +32,7 @@ class Personalized : public fl::Aggregator {
     properties.local_phases.insert(properties.local_phases.end(), shape_.phases.begin(),
                                    shape_.phases.end());
     properties.personal_model = properties.personal_model || shape_.personal_model;
+    properties.own_local_step = properties.own_local_step || shape_.own_local_step;
     if (shape_.hook.has_value()) properties.client_hooks.push_back(shape_.hook->name);
     return properties;
   }

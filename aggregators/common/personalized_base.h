@@ -27,6 +27,8 @@ struct Personalization {
   std::vector<std::string> frozen;
   std::vector<fl::LocalPhase> phases;
   bool personal_model = false;
+  // The hook takes the local steps itself (AggregatorProperties::own_local_step).
+  bool own_local_step = false;
   // Planned for every client, after the base's hooks.
   std::optional<fl::HookRequest> hook;
 };
