@@ -160,16 +160,19 @@ std::vector<Case> Cases() {
   cases.push_back({"fedbabu_over_scaffold", Aggregator("fedbabu", "FedBabuOptions",
                                                        "base { name: 'scaffold' }")});
   // FedRep's phases under SCAFFOLD (its correction, over the shared parameters,
-  // acts in the body's phase); Ditto's personal model beside
-  // SCAFFOLD's training of the global one; Per-FedAvg's meta-steps under FedAdam.
+  // acts in the body's phase); Ditto's personal model beside SCAFFOLD's training
+  // of the global one; methods that take their own steps with another hook's loss
+  // term in their gradients (SCAFFOLD's correction, FedProx's pull).
   cases.push_back({"fedrep_over_scaffold",
                    Aggregator("fedrep", "FedRepOptions",
                               "personal_groups: 'head' personal_epochs: 2 base { name: 'scaffold' }")});
   cases.push_back({"ditto_over_scaffold",
                    Aggregator("ditto", "DittoOptions", "base { name: 'scaffold' }")});
-  cases.push_back({"per_fedavg_over_fedadam",
+  cases.push_back({"per_fedavg_over_scaffold",
                    Aggregator("per_fedavg", "PerFedAvgOptions",
-                              "client { variant: HESSIAN_FREE } base { name: 'fedadam' }")});
+                              "client { variant: HESSIAN_FREE } base { name: 'scaffold' }")});
+  cases.push_back({"pfedme_with_fedprox",
+                   absl::StrCat(Aggregator("pfedme"), " client { hooks { name: 'fedprox' } }")});
   cases.push_back({"fedbn_with_fedprox",
                    absl::StrCat(Aggregator("fedbn"), " client { hooks { name: 'fedprox' } }")});
   // FedBN keeps the normalisation layers: the model needs some.

@@ -91,6 +91,16 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreatePersonalized(const fedkit:
   return std::make_unique<Personalized>(std::move(created), std::move(shape));
 }
 
+absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreatePersonalizedWithHook(
+    const fedkit::PluginSpec& base, Personalization shape, const std::string& name,
+    const google::protobuf::Message& hook_options) {
+  fl::HookRequest hook;
+  hook.name = name;
+  hook.options.PackFrom(hook_options);
+  shape.hook = std::move(hook);
+  return CreatePersonalized(base, std::move(shape), name);
+}
+
 absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreatePersonalSharing(
     const fedkit::aggregators::PartialSharingOptions& options, const std::string& name,
     std::vector<std::string> paper_groups) {

@@ -19,6 +19,7 @@
 #include "aggregators/common/partial_sharing_options.pb.h"
 #include "fl/aggregator.h"
 #include "fl/spec.pb.h"
+#include "google/protobuf/message.h"
 
 namespace aggregators {
 
@@ -40,6 +41,13 @@ struct Personalization {
 absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreatePersonalized(const fedkit::PluginSpec& base,
                                                                    Personalization shape,
                                                                    const std::string& name);
+
+// `base` with `shape`, planning for every client the hook registered under the
+// same `name` as the aggregator, with `hook_options` (Ditto, pFedMe, APFL,
+// Per-FedAvg: an aggregator and its client half).
+absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreatePersonalizedWithHook(
+    const fedkit::PluginSpec& base, Personalization shape, const std::string& name,
+    const google::protobuf::Message& hook_options);
 
 // fedper, lg_fedavg, fedbn: options.personal_groups, or `paper_groups` when empty.
 absl::StatusOr<std::unique_ptr<fl::Aggregator>> CreatePersonalSharing(

@@ -141,11 +141,7 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> Create(
   FL_RETURN_IF_ERROR(errors.ToStatus());
   Personalization shape;
   shape.personal_model = true;
-  fl::HookRequest hook;
-  hook.name = kName;
-  hook.options.PackFrom(options.personal());
-  shape.hook = std::move(hook);
-  return CreatePersonalized(options.base(), std::move(shape), kName);
+  return CreatePersonalizedWithHook(options.base(), std::move(shape), kName, options.personal());
 }
 
 FL_REGISTER_PLUGIN(fl::Aggregator, kName, fedkit::aggregators::DittoOptions, Create);

@@ -134,11 +134,7 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> Create(
   FL_RETURN_IF_ERROR(errors.ToStatus());
   Personalization shape;
   shape.own_local_step = true;
-  fl::HookRequest hook;
-  hook.name = kName;
-  hook.options.PackFrom(options.client());
-  shape.hook = std::move(hook);
-  return CreatePersonalized(options.base(), std::move(shape), kName);
+  return CreatePersonalizedWithHook(options.base(), std::move(shape), kName, options.client());
 }
 
 FL_REGISTER_PLUGIN(fl::Aggregator, kName, fedkit::aggregators::PerFedAvgOptions, Create);

@@ -139,11 +139,7 @@ absl::StatusOr<std::unique_ptr<fl::Aggregator>> Create(
   Personalization shape;
   shape.personal_model = true;
   shape.own_local_step = true;
-  fl::HookRequest hook;
-  hook.name = kName;
-  hook.options.PackFrom(options.client());
-  shape.hook = std::move(hook);
-  return CreatePersonalized(options.base(), std::move(shape), kName);
+  return CreatePersonalizedWithHook(options.base(), std::move(shape), kName, options.client());
 }
 
 FL_REGISTER_PLUGIN(fl::Aggregator, kName, fedkit::aggregators::PFedMeOptions, Create);
