@@ -93,17 +93,18 @@ class ApflHook : public fl::ClientHook {
     steps.Backward(batch);
     const std::vector<at::Tensor> grad_mixed = Gradients(w_);
     const double eta = context.learning_rate;
-    double grad_alpha = 0;
     at::NoGradGuard no_grad;
+    // Summed on the device, read once a step.
+    at::Tensor grad_alpha = at::zeros({}, w[0].options().dtype(at::kDouble));
     for (size_t i = 0; i < w_.size(); ++i) {
-      grad_alpha += (v_[i] - w[i]).mul(grad_mixed[i]).sum().item<double>();
+      grad_alpha += (v_[i] - w[i]).mul(grad_mixed[i]).sum().to(at::kDouble);
       v_[i].sub_(grad_mixed[i] * (eta * alpha_));
       w_[i].copy_(w[i] - grad_w[i] * eta);
     }
     if (options_.learn_alpha() || !options_.has_learn_alpha()) {
       const double eta_alpha =
           options_.alpha_learning_rate() > 0 ? options_.alpha_learning_rate() : eta;
-      alpha_ = std::clamp(alpha_ - eta_alpha * grad_alpha, 0.0, 1.0);
+      alpha_ = std::clamp(alpha_ - eta_alpha * grad_alpha.item<double>(), 0.0, 1.0);
     }
     return loss;
   }
