@@ -38,6 +38,7 @@
 #include "fl/client_hook.h"
 #include "fl/errors.h"
 #include "fl/model.h"
+#include "fl/model_state.h"
 #include "fl/registry.h"
 #include "fl/status_macros.h"
 
@@ -112,7 +113,7 @@ class ApflHook : public fl::ClientHook {
   absl::Status FinishLocalSteps(fl::HookContext& context) override {
     const std::vector<at::Tensor> w = Values(w_);
     Assign(w_, Mixed(w));
-    *context.personal = ModelTensors(*context.model);
+    *context.personal = fl::ModelState::FromModule(*context.model).TensorsByName();
     Assign(w_, w);
     fl::TensorMap& state = *context.state;
     state.clear();

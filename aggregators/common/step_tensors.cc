@@ -37,15 +37,4 @@ void Assign(const std::vector<at::Tensor>& parameters, const std::vector<at::Ten
   }
 }
 
-fl::TensorMap ModelTensors(const fl::Model& model) {
-  fl::TensorMap tensors;
-  for (const auto& item : model.named_parameters(/*recurse=*/true)) {
-    tensors[item.key()] = item.value().detach().clone();
-  }
-  for (const auto& item : model.named_buffers(/*recurse=*/true)) {
-    tensors[item.key()] = item.value().detach().clone();
-  }
-  return tensors;
-}
-
 }  // namespace aggregators

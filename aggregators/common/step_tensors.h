@@ -3,14 +3,12 @@
 
 // What a hook that takes the local steps itself (pFedMe, APFL, Per-FedAvg) does
 // with the model's tensors: reads the trained parameters and their gradients,
-// sets them to other values in place, and hands the whole model to the client
-// state store.
+// and sets them to other values in place.
 
 #include <vector>
 
 #include <ATen/core/Tensor.h>
 
-#include "fl/client_state_store.h"
 #include "fl/model.h"
 
 namespace aggregators {
@@ -27,10 +25,6 @@ std::vector<at::Tensor> Gradients(const std::vector<at::Tensor>& parameters);
 
 // parameters[i] <- values[i], in place, outside autograd.
 void Assign(const std::vector<at::Tensor>& parameters, const std::vector<at::Tensor>& values);
-
-// The model's parameters and buffers by name, copied: a personal model for the
-// store's kPersonalSlot.
-fl::TensorMap ModelTensors(const fl::Model& model);
 
 }  // namespace aggregators
 

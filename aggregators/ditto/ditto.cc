@@ -56,10 +56,9 @@ class DittoHook : public fl::ClientHook {
   bool planned_only() const override { return true; }
 
   absl::Status AfterTraining(fl::HookContext& context, fl::ClientUpdate& update) override {
+    // v_k, or the global model (the trainer's default start) the first time.
     fl::ModelState start;
-    if (context.personal->empty()) {
-      start = context.global->Clone();
-    } else {
+    if (!context.personal->empty()) {
       absl::StatusOr<fl::ModelState> own = context.global->WithReplaced(*context.personal);
       if (!own.ok()) {
         return absl::Status(own.status().code(),
@@ -84,7 +83,7 @@ class DittoHook : public fl::ClientHook {
     input.round = context.round;
     input.seed = context.seed;
     input.global = context.global;
-    input.start = &start;
+    if (!start.empty()) input.start = &start;
     input.plan = &no_plan;
     input.examples = context.examples;
     input.indices = context.train_indices;
@@ -96,11 +95,7 @@ class DittoHook : public fl::ClientHook {
       return absl::Status(trained.status().code(),
                           absl::StrCat("its personal model: ", trained.status().message()));
     }
-    fl::ModelState personal = fl::ModelState::FromModule(*context.model);
-    context.personal->clear();
-    for (fl::ModelState::Entry& entry : personal.mutable_entries()) {
-      (*context.personal)[entry.name] = std::move(entry.tensor);
-    }
+    *context.personal = fl::ModelState::FromModule(*context.model).TensorsByName();
     return local.LoadInto(*context.model);
   }
 

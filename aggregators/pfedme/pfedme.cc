@@ -40,6 +40,7 @@
 #include "fl/client_hook.h"
 #include "fl/errors.h"
 #include "fl/model.h"
+#include "fl/model_state.h"
 #include "fl/registry.h"
 #include "fl/status_macros.h"
 
@@ -109,7 +110,7 @@ class PFedMeHook : public fl::ClientHook {
   }
 
   absl::Status FinishLocalSteps(fl::HookContext& context) override {
-    *context.personal = ModelTensors(*context.model);
+    *context.personal = fl::ModelState::FromModule(*context.model).TensorsByName();
     Assign(theta_, w_);
     return absl::OkStatus();
   }
