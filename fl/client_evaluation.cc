@@ -139,7 +139,8 @@ std::map<std::string, double> ClientAccuracyColumns(const ClientAccuracy& accura
   return {{"client_acc_mean", accuracy.mean},
           {"client_acc_sd", accuracy.stddev},
           {"client_acc_p10", accuracy.percentile_10},
-          {"client_acc_worst", accuracy.worst}};
+          {"client_acc_worst", accuracy.worst},
+          {"client_acc_pooled", accuracy.pooled}};
 }
 
 ClientAccuracy SummarizeClientAccuracy(const ClientTestSets& sets, const at::Tensor& correct) {
@@ -147,12 +148,21 @@ ClientAccuracy SummarizeClientAccuracy(const ClientTestSets& sets, const at::Ten
   const at::Tensor hits = at::zeros({n}, at::kDouble).index_add_(
       0, sets.owner, correct.to(at::kCPU, at::kDouble).index_select(0, sets.indices));
   const at::Tensor accuracy = hits / at::tensor(sets.sizes, at::kDouble);
-  return SummarizeAccuracies({accuracy.data_ptr<double>(), accuracy.data_ptr<double>() + n});
+  return SummarizeAccuracies({accuracy.data_ptr<double>(), accuracy.data_ptr<double>() + n},
+                             sets.sizes);
 }
 
-ClientAccuracy SummarizeAccuracies(std::vector<double> per_client) {
+ClientAccuracy SummarizeAccuracies(std::vector<double> per_client, const std::vector<int64_t>& sizes) {
   CHECK(!per_client.empty()) << "no client accuracy to summarise";
+  CHECK_EQ(per_client.size(), sizes.size());
   ClientAccuracy result;
+  double hits = 0.0;
+  double examples = 0.0;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    hits += per_client[k] * static_cast<double>(sizes[k]);
+    examples += static_cast<double>(sizes[k]);
+  }
+  result.pooled = hits / examples;
   result.per_client = std::move(per_client);
   const auto n = static_cast<double>(result.per_client.size());
   std::vector<double> sorted = result.per_client;

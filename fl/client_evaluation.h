@@ -67,10 +67,13 @@ struct ClientAccuracy {
   double stddev = 0.0;        // population (over the clients evaluated)
   double percentile_10 = 0.0;  // linear between order statistics, as numpy's default
   double worst = 0.0;
+  // Right answers over all evaluated clients' test examples: each client weighted
+  // by its test set's size, the "average accuracy" pFedMe's and PFLlib's code report.
+  double pooled = 0.0;
 };
 
 // metrics.csv's columns: client_acc_mean, client_acc_sd, client_acc_p10,
-// client_acc_worst.
+// client_acc_worst, client_acc_pooled.
 std::map<std::string, double> ClientAccuracyColumns(const ClientAccuracy& accuracy);
 
 // `correct`: one value per test example, nonzero where the model was right
@@ -79,8 +82,9 @@ std::map<std::string, double> ClientAccuracyColumns(const ClientAccuracy& accura
 ClientAccuracy SummarizeClientAccuracy(const ClientTestSets& sets, const at::Tensor& correct);
 
 // The summary of per-client accuracies measured one by one (each client's own
-// model). REQUIRES: at least one.
-ClientAccuracy SummarizeAccuracies(std::vector<double> per_client);
+// model) on test sets of `sizes` examples. REQUIRES: at least one, and a size > 0
+// for each.
+ClientAccuracy SummarizeAccuracies(std::vector<double> per_client, const std::vector<int64_t>& sizes);
 
 }  // namespace fl
 

@@ -134,6 +134,8 @@ TEST(SummarizeClientAccuracyTest, MeanSpreadTenthPercentileAndWorstByHand) {
   EXPECT_DOUBLE_EQ(accuracy.stddev, std::sqrt(0.13671875));
   EXPECT_DOUBLE_EQ(accuracy.percentile_10, 0.15);
   EXPECT_EQ(accuracy.worst, 0.0);
+  // Pooled: 1 + 1 + 0 + 3 right of 8.
+  EXPECT_DOUBLE_EQ(accuracy.pooled, 5.0 / 8.0);
 }
 
 }  // namespace

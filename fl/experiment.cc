@@ -947,6 +947,11 @@ class ServerSide {
     config.checkpoint = [this](const ServerProgress& progress) {
       return WriteRunCheckpoint(checkpoint_sources_, progress);
     };
+    const fedkit::ClientEvaluationSpec& client_evaluation = spec.server().client_evaluation();
+    if (group_ != nullptr && KeepsPersonalTensors() &&
+        (!client_evaluation.has_enabled() || client_evaluation.enabled())) {
+      config.before_evaluation = [this] { return GatherPersonalTensors(); };
+    }
     ServerContext context =
         ServerContextFor(experiment_, federation_.data().proxy, federation_.num_examples());
     context.test_accuracy = [evaluate = TestEvaluator()](const ModelState& state)
@@ -1006,8 +1011,42 @@ class ServerSide {
   // fine-tuned first (fl/own_model_evaluation.h).
   bool OwnModels() const {
     return client_tests_.has_value() &&
-           (!experiment_.personal_tensors.empty() || experiment_.personal_model ||
+           (KeepsPersonalTensors() ||
             experiment_.spec.server().client_evaluation().fine_tune_steps() > 0);
+  }
+  bool KeepsPersonalTensors() const {
+    return !experiment_.personal_tensors.empty() || experiment_.personal_model;
+  }
+  // C10D: each rank keeps its own clients' personal tensors, and rank 0, which
+  // evaluates, gets a copy of every rank's before each evaluation (every client
+  // the rank owns, whether or not it is evaluated: only rank 0 knows which are).
+  absl::Status GatherPersonalTensors() {
+    std::map<ClientStateStore::Key, TensorMap> personal;
+    for (auto& [key, tensors] : federation_.state_store().Snapshot()) {
+      if (key.second == kPersonalSlot) personal.emplace(key, std::move(tensors));
+    }
+    KeepOwnedStates(group_, federation_.client_ranks(), personal);
+    const bool rank_zero = group_->rank() == 0;
+    FL_ASSIGN_OR_RETURN(std::vector<std::string> messages,
+                        group_->Gather(rank_zero ? std::string() : SerializeClientStates(personal)));
+    if (!rank_zero) return absl::OkStatus();
+    for (size_t r = 1; r < messages.size(); ++r) {
+      FL_ASSIGN_OR_RETURN(auto theirs,
+                          ParseClientStates(messages[r], experiment_.device,
+                                            absl::StrCat("personal tensors from rank ", r)));
+      for (const auto& [key, tensors] : theirs) {
+        const std::vector<int>& ranks = federation_.client_ranks();
+        if (key.second != kPersonalSlot || key.first < 0 ||
+            key.first >= static_cast<int64_t>(ranks.size()) || ranks[key.first] != static_cast<int>(r)) {
+          return absl::InternalError(absl::StrCat("rank ", r, " sent client ", key.first, "'s \"",
+                                                  key.second, "\" state, which is not its personal "
+                                                  "tensors of a client it owns"));
+        }
+      }
+      personal.merge(theirs);
+    }
+    gathered_personal_.Restore(std::move(personal));
+    return absl::OkStatus();
   }
   absl::StatusOr<Evaluation> AddOwnModelAccuracy(absl::StatusOr<Evaluation> evaluation,
                                                  const ModelState& state) const {
@@ -1019,8 +1058,8 @@ class ServerSide {
     setup.train = &federation_.data().train;
     setup.shares = &fine_tuning_shares_;
     setup.augmentation = experiment_.data_info.train_augmentation;
-    if (!experiment_.personal_tensors.empty() || experiment_.personal_model) {
-      setup.personal = &federation_.state_store();
+    if (KeepsPersonalTensors()) {
+      setup.personal = group_ != nullptr ? &gathered_personal_ : &federation_.state_store();
     }
     setup.client = experiment_.spec.client();
     setup.fine_tune_steps = spec.fine_tune_steps();
@@ -1058,6 +1097,8 @@ class ServerSide {
   // Each client's training indices, kept for fine-tuning at evaluation (the
   // clients own theirs); empty without it.
   const std::vector<std::vector<int64_t>> fine_tuning_shares_;
+  // C10D, rank 0: every client's personal tensors as of the last evaluation.
+  ClientStateStore gathered_personal_;
   std::unique_ptr<MetricsSink> sink_;
   Aggregator* aggregator_ = nullptr;
   std::unique_ptr<OneShotReport> report_;

@@ -39,6 +39,8 @@ absl::StatusOr<OwnModelAccuracy> EvaluateOwnModels(Model& model, const ModelStat
   OwnModelAccuracy result;
   std::vector<double> per_client;
   per_client.reserve(sets.clients.size());
+  std::vector<int64_t> test_sizes;
+  test_sizes.reserve(sets.clients.size());
   int64_t offset = 0;
   for (size_t p = 0; p < sets.clients.size(); ++p) {
     const int64_t client = sets.clients[p];
@@ -79,13 +81,14 @@ absl::StatusOr<OwnModelAccuracy> EvaluateOwnModels(Model& model, const ModelStat
     FL_ASSIGN_OR_RETURN(Evaluation evaluation,
                         Evaluate(model, own, test, setup.eval_batch_size));
     per_client.push_back(evaluation.accuracy);
+    test_sizes.push_back(indices.numel());
   }
   if (per_client.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "server.client_evaluation.fine_tune_steps: fine-tuning failed for every client; first: ",
         result.first_failure.message()));
   }
-  result.accuracy = SummarizeAccuracies(std::move(per_client));
+  result.accuracy = SummarizeAccuracies(std::move(per_client), test_sizes);
   return result;
 }
 

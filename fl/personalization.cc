@@ -138,12 +138,6 @@ void ValidatePersonalization(const fedkit::ExperimentSpec& spec,
   if (server.one_shot()) {
     errors.Add("server.one_shot", why + "a one-shot round compares whole client models");
   }
-  if ((!properties.personal_groups.empty() || properties.personal_model) &&
-      spec.simulation().backend() == fedkit::SimulationSpec::C10D) {
-    errors.Add("simulation.backend",
-               why + "C10D keeps each client's own on its owning rank, where the server cannot "
-                     "evaluate the client's model yet");
-  }
   if (!unshared) return;
   if (server.download().kind() != fedkit::CodecSpec::IDENTITY) {
     errors.Add("server.download",

@@ -44,8 +44,7 @@ absl::StatusOr<UnsharedTensors> ResolveUnshared(const Model& model,
 
 // What a run with personal or frozen tensors, or a personal model, cannot do
 // yet, each an error at the field that asks for it: asynchronous or one-shot
-// rounds, several processes with personal tensors or models (each client's live
-// on its owning rank, where the server cannot evaluate them), a lossy download
+// rounds, a lossy download
 // and a proxy-set aggregator with unshared tensors (the clients' copy of the
 // model, and the proxy's, would be the whole model). Also the aggregator's own
 // shape: local phases that train a personal part it lacks, an optimiser state

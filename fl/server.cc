@@ -832,10 +832,15 @@ absl::StatusOr<bool> Server::CloseRound(int round, const RoundOutcome& outcome) 
   row.dropped += outcome.dropped;
   const int first = config_.first_eval_round > 0 ? config_.first_eval_round : config_.eval_every;
   const bool scheduled = round >= first && (round - first) % config_.eval_every == 0;
+  const bool evaluated = scheduled || round == config_.rounds;
+  if (evaluated && config_.before_evaluation) {
+    SetStage(round, "bringing rank 0 what the evaluation needs");
+    FL_RETURN_IF_ERROR(config_.before_evaluation());
+  }
   if (is_rank_zero()) {
     SetStage(round, "evaluating");
     FL_RETURN_IF_ERROR(sink_->AddDiagnostics(round, context_.diagnostics));
-    if (scheduled || round == config_.rounds) {
+    if (evaluated) {
       FL_RETURN_IF_ERROR(Evaluate(round, outcome, Elapsed()));
       if (config_.on_evaluated && !config_.on_evaluated(sink_->rows().back(), ModelInUse())) {
         return true;

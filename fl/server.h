@@ -148,6 +148,10 @@ struct ServerConfig {
   // the sink and the evaluator.
   Collective* collective = nullptr;
   std::vector<int> client_ranks;
+  // A distributed run: called on every rank before rank 0 evaluates a round, to
+  // bring rank 0 what the evaluation needs from the other ranks (the clients'
+  // personal tensors). Optional.
+  std::function<absl::Status()> before_evaluation;
   // Sends every update to rank 0 even when the aggregator has partial sums, so the
   // result equals the in-process run's bit for bit.
   bool gather_updates = false;

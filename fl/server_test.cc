@@ -918,6 +918,7 @@ TEST(RunnerOptionsTest, OneClientTestedOnTheWholeTestSplitHasTheTestAccuracy) {
     EXPECT_EQ(Column(row, "client_acc_worst"), row.test_accuracy) << row.round;
     EXPECT_EQ(Column(row, "client_acc_p10"), row.test_accuracy) << row.round;
     EXPECT_EQ(Column(row, "client_acc_sd"), 0.0) << row.round;
+    EXPECT_DOUBLE_EQ(Column(row, "client_acc_pooled"), row.test_accuracy) << row.round;
   }
 }
 
@@ -930,12 +931,15 @@ TEST(RunnerOptionsTest, ClientAccuracyColumnsAreWrittenAndCanBeTurnedOff) {
     EXPECT_LE(Column(row, "client_acc_worst"), Column(row, "client_acc_p10"));
     EXPECT_LE(Column(row, "client_acc_p10"), Column(row, "client_acc_mean"));
     EXPECT_LE(Column(row, "client_acc_mean"), 1.0);
+    // Weighted by test-set size, between the worst and the best client.
+    EXPECT_GE(Column(row, "client_acc_pooled"), Column(row, "client_acc_worst"));
+    EXPECT_LE(Column(row, "client_acc_pooled"), 1.0);
   }
   const std::string dir = absl::StrCat(getenv("TEST_TMPDIR"), "/client_eval_on");
   std::ifstream metrics(dir + "/metrics.csv");
   std::string header;
   std::getline(metrics, header);
-  EXPECT_THAT(header, HasSubstr("client_acc_mean,client_acc_p10,client_acc_sd,client_acc_worst"));
+  EXPECT_THAT(header, HasSubstr("client_acc_mean,client_acc_p10,client_acc_pooled,client_acc_sd,client_acc_worst"));
   std::ifstream summary_file(dir + "/summary.json");
   const std::string summary((std::istreambuf_iterator<char>(summary_file)),
                             std::istreambuf_iterator<char>());

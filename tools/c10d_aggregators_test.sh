@@ -7,6 +7,9 @@
 #    tolerance of tools:c10d_test, which must be far below what one missing
 #    client changes for this aggregator; and merge GATHER bit for bit.
 #  - gathered: that run is the GATHER path, bit for bit.
+# Personalised methods (their clients keep tensors on their owning rank) must
+# also give every client_acc_* column of the in-process run: rank 0 evaluates
+# each client's own model with the tensors the other rank sends it.
 # Default options, but for the cases below. Bazel runs this in the runfiles root.
 set -uo pipefail
 
@@ -105,7 +108,7 @@ cases+=("${extra_cases[@]}")
 
 summed=()
 gathered=()
-refused=()
+personal=()
 # One client's update missing (a NaN update, rejected): what the tolerance must
 # be far below.
 missing='client { faults { kind: NAN_UPDATE fraction: 0.125 } }'
@@ -116,17 +119,16 @@ for ((i = 0; i < ${#cases[@]}; i += 2)); do
   has_rounds "$tmp/$case" "$rounds" "$case in process" || continue
   if ! "$launch" --processes=2 -- --spec="$spec" --output_dir="$tmp/$case.auto" \
       --set="$set_aggregator" > "$tmp/$case.auto.log" 2>&1; then
-    # Personalised FL is refused across processes, as documented
-    # (docs/personalization.md); anything else is a failure.
-    if grep -q "simulation.backend: the aggregator's clients keep .* to themselves" \
-        "$tmp/$case.auto.log"; then
-      refused+=("$case")
-      echo "ok $case: refused across processes (personal parameter groups or models)"
-    else
-      fail "$case.auto: launched run"
-      tail -30 "$tmp/$case.auto.log"
-    fi
+    fail "$case.auto: launched run"
+    tail -30 "$tmp/$case.auto.log"
     continue
+  fi
+  # The in-process run's summary says which model each client was evaluated with.
+  if grep -Eq '"model": "(personal|global_with_personal)"' "$tmp/$case/summary.json"; then
+    personal+=("$case")
+    has_rounds "$tmp/$case.auto" "$rounds" "$case.auto" &&
+      { diff <(client_accuracy "$tmp/$case") <(client_accuracy "$tmp/$case.auto") ||
+          fail "$case.auto: client_acc_* differ from in-process (rank 0 lacks rank 1's personal tensors?)"; }
   fi
   if grep -q "c10d: every update gathered to rank 0" "$tmp/$case.auto.log"; then
     gathered+=("$case")
@@ -158,8 +160,11 @@ for ((i = 0; i < ${#cases[@]}; i += 2)); do
 done
 echo "partial sums all-reduced: ${summed[*]:-none}"
 echo "updates gathered: ${gathered[*]:-none}"
-echo "refused (personal parameter groups or models): ${refused[*]:-none}"
+echo "personal tensors, client accuracy as in process: ${personal[*]:-none}"
 [[ ${#summed[@]} -gt 0 ]] || fail "no aggregator all-reduced partial sums"
+# FedPer, LG-FedAvg, FedBN, FedRep, Ditto, pFedMe, APFL (FedBABU and Per-FedAvg
+# keep nothing per client).
+[[ ${#personal[@]} -ge 7 ]] || fail "only ${#personal[@]} cases kept personal tensors (seven methods do)"
 
 [[ $failures -eq 0 ]] || { echo "$failures failure(s)"; exit 1; }
 echo PASS

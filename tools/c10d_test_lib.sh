@@ -14,6 +14,12 @@ counters() {
            }
            { row = ""; for (i = 1; i <= NF; i++) if (keep[i]) row = row $i ","; print row }' "$1/metrics.csv"
 }
+# The client_acc_* columns (by name), with a header that names them; nothing
+# when the run has none.
+client_accuracy() {
+  awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) keep[i] = $i ~ /^client_acc_/ }
+           { row = ""; for (i = 1; i <= NF; i++) if (keep[i]) row = row $i ","; print row }' "$1/metrics.csv"
+}
 
 # has_rounds DIR ROUNDS WHAT: DIR/metrics.csv exists with a row for each round.
 has_rounds() {

@@ -6,6 +6,9 @@
 // Elastic-aggregation paper's EMNIST row. Convolutions are 'same'-padded (TensorFlow
 // code of both), so the classifier sees 64 x (H/4) x (W/4) features. FedExP's
 // "EMNIST_CNN" is a different network (3x3 convolutions, dropout): model `cnn_pfl`.
+// With `padding: VALID` it is PFLlib's FedAvgCNN (TsingZ0/PFLlib,
+// system/flcore/trainmodel/models.py), the "4-layer CNN" of its personalised-FL
+// benchmark: 832 + 51,264 + (64*4*4)*512+512 + 5,130 = 582,026 parameters at 28x28.
 //
 // Parameters at {1, 28, 28}, 10 classes: conv1 1*32*25+32 = 832, conv2 32*64*25+64 =
 // 51,264, fc1 3136*512+512 = 1,606,144, fc2 512*10+10 = 5,130: 1,663,370 (as the
@@ -39,13 +42,20 @@ using torch::nn::LinearOptions;
 
 class CnnEmnist : public fl::Model {
  public:
-  CnnEmnist(const ImageShape& image, int64_t hidden, int64_t classes)
-      : conv1_(register_module("conv1",
-                               torch::nn::Conv2d(Conv2dOptions(image.channels, 32, 5).padding(2)))),
-        conv2_(register_module("conv2", torch::nn::Conv2d(Conv2dOptions(32, 64, 5).padding(2)))),
-        fc1_(register_module(
-            "fc1", torch::nn::Linear(64 * (image.height / 4) * (image.width / 4), hidden))),
+  CnnEmnist(const ImageShape& image, int64_t hidden, int64_t classes, int64_t padding)
+      : conv1_(register_module(
+            "conv1", torch::nn::Conv2d(Conv2dOptions(image.channels, 32, 5).padding(padding)))),
+        conv2_(register_module("conv2",
+                               torch::nn::Conv2d(Conv2dOptions(32, 64, 5).padding(padding)))),
+        fc1_(register_module("fc1", torch::nn::Linear(64 * PooledSide(image.height, padding) *
+                                                          PooledSide(image.width, padding),
+                                                      hidden))),
         fc2_(register_module("fc2", torch::nn::Linear(hidden, classes))) {}
+
+  // A side after two (5x5 convolution, 2x2 pooling) stages.
+  static int64_t PooledSide(int64_t side, int64_t padding) {
+    return ((side + 2 * padding - 4) / 2 + 2 * padding - 4) / 2;
+  }
 
   at::Tensor Forward(const at::Tensor& x) override {
     at::Tensor h = at::max_pool2d(at::relu(conv1_->forward(x)), 2);
@@ -65,11 +75,12 @@ absl::StatusOr<std::unique_ptr<fl::Model>> CreateCnnEmnist(
   const int64_t hidden = options.has_hidden() ? options.hidden() : 512;
   if (hidden < 1) errors.Add("options.hidden", absl::StrCat("must be >= 1, got ", hidden));
   std::optional<ImageShape> image = ImageInput(args, kExample, errors);
-  // Two 2x2 poolings must leave at least one pixel.
-  if (image) CheckMinImageSize(*image, 4, "cnn_emnist", kExample, errors);
+  const bool valid = options.padding() == fedkit::models::CnnEmnistOptions::VALID;
+  // Two stages must leave at least one pixel: 4 with padding, 16 without.
+  if (image) CheckMinImageSize(*image, valid ? 16 : 4, "cnn_emnist", kExample, errors);
   CheckNumClasses(args.num_classes, errors);
   FL_RETURN_IF_ERROR(errors.ToStatus());
-  return MakeModel<CnnEmnist>(*image, hidden, args.num_classes);
+  return MakeModel<CnnEmnist>(*image, hidden, args.num_classes, valid ? 0 : 2);
 }
 
 FL_REGISTER_PLUGIN(fl::Model, "cnn_emnist", fedkit::models::CnnEmnistOptions, CreateCnnEmnist);

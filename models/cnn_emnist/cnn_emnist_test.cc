@@ -33,6 +33,22 @@ TEST(CnnEmnistTest, ParameterCountIsFedAvgs) {
             832 + 51264 + 3136 * 2048 + 2048 + 2048 * 62 + 62);
 }
 
+TEST(CnnEmnistTest, UnpaddedIsPfllibsFedAvgCnn) {
+  // 28 -> 24 -> 12 -> 8 -> 4: fc1 (64*4*4)*512+512 = 524,800 beside conv1 832, conv2
+  // 51,264 and fc2 5,130.
+  fedkit::models::CnnEmnistOptions options;
+  options.set_padding(fedkit::models::CnnEmnistOptions::VALID);
+  auto model = CreateModel("cnn_emnist", options, {1, 28, 28}, 10);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(fl::ModelState::FromModule(**model).NumParameters(), 582026);
+  torch::manual_seed(0);
+  ExpectTrainStep(**model, at::randn({2, 1, 28, 28}), 10);
+  // 16 -> 12 -> 6 -> 2 -> 1 is the smallest input; 15 leaves nothing.
+  EXPECT_TRUE(CreateModel("cnn_emnist", options, {1, 16, 16}, 10).ok());
+  EXPECT_EQ(CreateModel("cnn_emnist", options, {1, 15, 16}, 10).status().message(),
+            "input_shape: cnn_emnist needs height and width >= 16 (e.g. {1, 28, 28}), got {1, 15, 16}");
+}
+
 TEST(CnnEmnistTest, TrainStep) {
   torch::manual_seed(0);
   auto model = *CreateModel("cnn_emnist", Options(16), {1, 28, 28}, 10);
