@@ -43,8 +43,8 @@ absl::StatusOr<UnsharedTensors> ResolveUnshared(const Model& model,
                                                 const AggregatorProperties& properties);
 
 // What a run with personal or frozen tensors, or a personal model, cannot do
-// yet, each an error at the field that asks for it: asynchronous or one-shot
-// rounds, a lossy download
+// yet, each an error at the field that asks for it: one-shot rounds,
+// asynchronous rounds with unshared tensors, a lossy download
 // and a proxy-set aggregator with unshared tensors (the clients' copy of the
 // model, and the proxy's, would be the whole model). Also the aggregator's own
 // shape: local phases that train a personal part it lacks, an optimiser state
