@@ -69,12 +69,14 @@ void PrintTo(const Family& f, std::ostream* os) { *os << f.aggregator; }
 
 class PartialSharingTest : public ::testing::TestWithParam<Family> {};
 
-TEST_P(PartialSharingTest, PersonalTensorsStayOnTheClientsAndShapeTheirAccuracy) {
-  const Family& family = GetParam();
-  auto experiment = Build(absl::StrCat("aggregator { name: '", family.aggregator, "' }"));
+// `family` run with `overrides` in `dir`: 15 updates accepted in all (3 rounds of 5
+// clients, or 3 asynchronous steps of 5).
+void ExpectPersonalTensorsStayOnTheClients(const Family& family, const std::string& overrides,
+                                           const std::string& dir) {
+  auto experiment =
+      Build(absl::StrCat("aggregator { name: '", family.aggregator, "' } ", overrides));
   ASSERT_TRUE(experiment.ok()) << experiment.status();
   ASSERT_EQ(experiment->personal_tensors, family.personal);
-  const std::string dir = Dir(family.aggregator);
   auto result = fl::RunExperiment(*experiment, dir);
   ASSERT_TRUE(result.ok()) << result.status();
   auto initial = fl::ReadModelFile(dir + "/initial_model.pt", result->final_model);
@@ -95,7 +97,7 @@ TEST_P(PartialSharingTest, PersonalTensorsStayOnTheClientsAndShapeTheirAccuracy)
       }
     }
   }
-  // Uploads carry the shared part only: 5 clients a round, 3 rounds.
+  // Uploads carry the shared part only: 15 of them.
   EXPECT_EQ(result->rows.back().bytes_up, 15 * shared_bytes);
 
   // Each client's own tensors are in the checkpoint, trained, and its own.
@@ -127,6 +129,20 @@ TEST_P(PartialSharingTest, PersonalTensorsStayOnTheClientsAndShapeTheirAccuracy)
     EXPECT_GT(last.client_accuracy.at("client_acc_mean"), last.test_accuracy + 0.2)
         << "test accuracy " << last.test_accuracy;
   }
+}
+
+TEST_P(PartialSharingTest, PersonalTensorsStayOnTheClientsAndShapeTheirAccuracy) {
+  ExpectPersonalTensorsStayOnTheClients(GetParam(), "", Dir(GetParam().aggregator));
+}
+
+// The asynchronous loop lends the aggregator the shared part, completes each
+// step's aggregate with the global model's unshared tensors and commits a
+// client's own with its accepted update. All five clients train at once, each
+// replaced by itself as it arrives.
+TEST_P(PartialSharingTest, AsynchronouslyToo) {
+  ExpectPersonalTensorsStayOnTheClients(
+      GetParam(), "server { async { concurrency: 5 buffer_size: 5 } }",
+      Dir(GetParam().aggregator + "_async"));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -400,12 +416,6 @@ TEST(FineTuningTest, AClientWhoseFineTuningFailsIsCountedAndAllFailingStopsTheRu
 }
 
 TEST(PersonalizationRefusalsTest, NamesTheFieldThatCannotKeepPersonalTensors) {
-  auto async = Build("aggregator { name: 'fedper' } server { async { concurrency: 2 } }");
-  ASSERT_FALSE(async.ok());
-  EXPECT_THAT(async.status().message(),
-              HasSubstr("server.async: the aggregator's clients keep head to themselves, out of "
-                        "what the server sees, and the asynchronous loop does not keep unshared "
-                        "tensors yet"));
   auto lossy = Build(
       "aggregator { name: 'fedper' } server { download { kind: SPARSE_TERNARY fraction: 0.1 } }");
   ASSERT_FALSE(lossy.ok());

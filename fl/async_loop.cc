@@ -215,9 +215,10 @@ absl::Status Server::AsyncLoop::CheckConfig() const {
 
 absl::Status Server::AsyncLoop::OpenVersion() {
   server_.StartContext(static_cast<int>(version_) + 1);
-  FL_ASSIGN_OR_RETURN(RoundPlan plan, server_.aggregator_->Configure(global_, server_.context_));
+  const ModelState lent = server_.Lent(global_);
+  FL_ASSIGN_OR_RETURN(RoundPlan plan, server_.aggregator_->Configure(lent, server_.context_));
   Version version;
-  version.bytes_down = global_.NumBytes() + NumBytes(plan.broadcast);
+  version.bytes_down = lent.NumBytes() + NumBytes(plan.broadcast);
   version.model = global_.Clone();
   version.plan = std::move(plan);
   absl::MutexLock lock(&mutex_);
@@ -432,7 +433,7 @@ void Server::AsyncLoop::Apply(const ClientEvent& event, absl::StatusOr<ClientUpd
     absl::MutexLock lock(&mutex_);
     const Version& version = versions_.at(event.version);
     outcome_.bytes_down += version.bytes_down;
-    start = version.model;  // shares its tensors; read only
+    start = server_.Lent(version.model);  // shares its tensors; read only
   }
   if (update.ok()) outcome_.bytes_up += update->bytes_sent;
   const Triage triage = TriageUpdate(start, server_.config_.incomplete, update);
@@ -452,7 +453,7 @@ void Server::AsyncLoop::Apply(const ClientEvent& event, absl::StatusOr<ClientUpd
   if (async_.mixing_rate.has_value()) {
     // FedAsync: the client's model relative to the current one, its parameters
     // times a s(tau); buffers become the client's.
-    delta = ModelState::Difference(ModelState::Sum(start, 1.0, 1.0, delta), global_);
+    delta = ModelState::Difference(ModelState::Sum(start, 1.0, 1.0, delta), server_.Lent(global_));
     delta.Axpy(*async_.mixing_rate * weight - 1.0, 0.0, ModelState(delta));
   } else if (weight != 1.0) {
     delta.Axpy(weight - 1.0, 0.0, ModelState(delta));
@@ -476,7 +477,11 @@ void Server::AsyncLoop::Apply(const ClientEvent& event, absl::StatusOr<ClientUpd
 absl::Status Server::AsyncLoop::Step() {
   const int step = static_cast<int>(version_) + 1;
   server_.SetStage(step, "finalizing");
-  FL_ASSIGN_OR_RETURN(ModelState next, server_.aggregator_->Finalize(global_, server_.context_));
+  FL_ASSIGN_OR_RETURN(ModelState next,
+                      server_.aggregator_->Finalize(server_.Lent(global_), server_.context_));
+  if (!server_.config_.unshared_tensors.empty()) {
+    FL_RETURN_IF_ERROR(server_.CompleteWithUnshared(absl::StrCat("step ", step), global_, next));
+  }
   if (!next.AllFinite()) {
     return absl::InternalError(absl::StrCat("step ", step, ": the aggregated model is not finite"));
   }

@@ -132,12 +132,6 @@ void ValidatePersonalization(const fedkit::ExperimentSpec& spec,
   const std::string why = absl::StrCat("the aggregator's clients ", absl::StrJoin(kept, " and "),
                                        ", out of what the server sees, and ");
   const fedkit::ServerSpec& server = spec.server();
-  // A personal model leaves the global model whole: the asynchronous loop commits
-  // it with the client's other state when the update is accepted. Groups would
-  // need the loop to complete the shared part with the unshared tensors.
-  if (server.has_async() && unshared) {
-    errors.Add("server.async", why + "the asynchronous loop does not keep unshared tensors yet");
-  }
   if (server.one_shot()) {
     errors.Add("server.one_shot", why + "a one-shot round compares whole client models");
   }

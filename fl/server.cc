@@ -175,9 +175,6 @@ class Server::Round {
   // The client's half of secure aggregation: masks its partial sums.
   void Contribute(size_t i, ClientUpdate update);
   void JoinWorkers();
-  // With unshared tensors: the shared part the aggregator returned (and the
-  // evaluation model it set) completed with the global model's unshared tensors.
-  absl::Status CompleteAggregate(ModelState& aggregated);
   bool owned(size_t i) const {
     return group_ == nullptr || server_.config_.client_ranks[cohort_[i]] == rank_;
   }
@@ -685,7 +682,10 @@ absl::StatusOr<Server::RoundOutcome> Server::Round::Finish() {
     server_.SetStage(round_, "finalizing");
     FL_ASSIGN_OR_RETURN(ModelState aggregated,
                         server_.aggregator_->Finalize(lent(), server_.context_));
-    if (!server_.config_.unshared_tensors.empty()) FL_RETURN_IF_ERROR(CompleteAggregate(aggregated));
+    if (!server_.config_.unshared_tensors.empty()) {
+      FL_RETURN_IF_ERROR(
+          server_.CompleteWithUnshared(absl::StrCat("round ", round_), global_, aggregated));
+    }
     if (server_.lossy_download()) server_.Broadcast(global_, aggregated);
     global_ = std::move(aggregated);
     if (!global_.AllFinite()) {
@@ -700,19 +700,24 @@ absl::StatusOr<Server::RoundOutcome> Server::Round::Finish() {
   return outcome_;
 }
 
-absl::Status Server::Round::CompleteAggregate(ModelState& aggregated) {
+ModelState Server::Lent(const ModelState& model) const {
+  return config_.unshared_tensors.empty() ? model : model.Without(config_.unshared_tensors);
+}
+
+absl::Status Server::CompleteWithUnshared(absl::string_view when, const ModelState& global,
+                                          ModelState& aggregated) {
+  const ModelState shared = Lent(global);
   auto complete = [&](ModelState& part, const char* what) -> absl::Status {
-    if (absl::Status layout = shared_.CheckSameLayout(part); !layout.ok()) {
-      return absl::InternalError(absl::StrCat("round ", round_, ": the aggregator's ", what,
+    if (absl::Status layout = shared.CheckSameLayout(part); !layout.ok()) {
+      return absl::InternalError(absl::StrCat(when, ": the aggregator's ", what,
                                               " is not the shared part of the model: ",
                                               layout.message()));
     }
-    FL_ASSIGN_OR_RETURN(part, global_.WithReplaced(part.TensorsByName()));
+    FL_ASSIGN_OR_RETURN(part, global.WithReplaced(part.TensorsByName()));
     return absl::OkStatus();
   };
   FL_RETURN_IF_ERROR(complete(aggregated, "model"));
-  if (std::optional<ModelState>& evaluated = server_.context_.evaluation_model;
-      evaluated.has_value()) {
+  if (std::optional<ModelState>& evaluated = context_.evaluation_model; evaluated.has_value()) {
     FL_RETURN_IF_ERROR(complete(*evaluated, "evaluation model"));
   }
   return absl::OkStatus();

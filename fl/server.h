@@ -284,6 +284,15 @@ class Server {
   const ModelState& ModelInUse() const;
   // Sends the change of the server's model to the clients' copy (lossy downloads).
   void Broadcast(const ModelState& previous, const ModelState& next);
+  // What the aggregator sees of `model`: all of it, or without the unshared
+  // tensors (config_.unshared_tensors; the tensors are shared, not copied).
+  ModelState Lent(const ModelState& model) const;
+  // With unshared tensors: the aggregate (and the evaluation model the aggregator
+  // set), the shared part of the model, completed with `global`'s unshared
+  // tensors. Internal error, prefixed with `when` ("round 3"), when it is not that
+  // part.
+  absl::Status CompleteWithUnshared(absl::string_view when, const ModelState& global,
+                                    ModelState& aggregated);
   void EnterPhase(RoundPhase phase) const;
 
   ServerConfig config_;
