@@ -2,6 +2,7 @@
 #define FL_CLIENT_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "fl/aggregator.h"
@@ -9,6 +10,12 @@
 #include "fl/model_state.h"
 
 namespace fl {
+
+// A client's own model's result on its test examples.
+struct OwnEvaluation {
+  int64_t correct = 0;
+  int64_t examples = 0;
+};
 
 // A participant the server can ask for an update. The in-process simulation's
 // LocalClient trains on a worker's model replica; a remote client would forward
@@ -30,6 +37,17 @@ class Client {
   // produced in that round only if accepted. A client without such state has
   // nothing to do.
   virtual void Acknowledge(bool accepted) {}
+
+  // For a client whose own model the server cannot assemble (a deployed client
+  // keeps its personal tensors): evaluates `global` with the client's personal
+  // tensors (fine-tuned first when the spec's client_evaluation asks) on
+  // `test_indices` of the spec's test split (a client with data of its own: on
+  // all of its test split), after round `round`. Default: Unimplemented.
+  virtual absl::StatusOr<OwnEvaluation> EvaluateOwnModel(const ModelState& global,
+                                                         const std::vector<int64_t>& test_indices,
+                                                         int round) {
+    return absl::UnimplementedError("this client cannot evaluate its own model");
+  }
 };
 
 }  // namespace fl

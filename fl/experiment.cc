@@ -1,6 +1,7 @@
 #include "fl/experiment.h"
 
 #include <cmath>
+#include <numeric>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -600,6 +601,20 @@ std::string ClientEvaluationJson(const Experiment& experiment, const ClientTestS
                       ", \"shortfall\": ", sets.shortfall, "}");
 }
 
+// The spec's client_evaluation settings for EvaluateOwnModels; the caller adds
+// the test sets, the data and the personal tensors.
+OwnModelEvaluation OwnModelSetup(const Experiment& experiment, int64_t eval_batch_size) {
+  const fedkit::ClientEvaluationSpec& spec = experiment.spec.server().client_evaluation();
+  OwnModelEvaluation setup;
+  setup.augmentation = experiment.data_info.train_augmentation;
+  setup.client = experiment.spec.client();
+  setup.fine_tune_steps = spec.fine_tune_steps();
+  setup.fine_tune_learning_rate = spec.fine_tune_learning_rate();
+  setup.seed = experiment.spec.seed();
+  setup.eval_batch_size = eval_batch_size;
+  return setup;
+}
+
 // The server half of a run, assembled around a Federation: the server with its
 // settings and what it lends the aggregator, evaluation on the test split, the
 // metrics sink (rank 0), the one-shot report and checkpoints; then the
@@ -664,7 +679,7 @@ class ServerSide {
     const fedkit::ClientEvaluationSpec& client_evaluation = spec.server().client_evaluation();
     if (group_ != nullptr && KeepsPersonalTensors() &&
         (!client_evaluation.has_enabled() || client_evaluation.enabled())) {
-      config.before_evaluation = [this] { return GatherPersonalTensors(); };
+      config.before_evaluation = [this](int) { return GatherPersonalTensors(); };
     }
     ServerContext context =
         ServerContextFor(experiment_, federation_.data().proxy, federation_.num_examples());
@@ -680,6 +695,14 @@ class ServerSide {
       if (clients.size() != count) {
         return absl::InternalError(absl::StrCat("the deployment reaches ", clients.size(),
                                                 " clients of ", count));
+      }
+      // Deployed clients keep their personal tensors: each evaluates its own model.
+      if (KeepsPersonalTensors()) {
+        for (const std::unique_ptr<Client>& client : clients) self_evaluating_.push_back(client.get());
+        config.before_evaluation = [this](int round) {
+          evaluating_round_ = round;
+          return absl::OkStatus();
+        };
       }
     }
     server_ = std::make_unique<Server>(std::move(config), aggregator_, std::move(clients),
@@ -765,21 +788,16 @@ class ServerSide {
   absl::StatusOr<Evaluation> AddOwnModelAccuracy(absl::StatusOr<Evaluation> evaluation,
                                                  const ModelState& state) const {
     if (!evaluation.ok() || client_tests_->clients.empty()) return evaluation;
+    if (!self_evaluating_.empty()) return AddDeployedOwnModelAccuracy(std::move(evaluation), state);
     const fedkit::ClientEvaluationSpec& spec = experiment_.spec.server().client_evaluation();
-    OwnModelEvaluation setup;
+    OwnModelEvaluation setup = OwnModelSetup(experiment_, eval_batch_);
     setup.sets = &*client_tests_;
     setup.test = &federation_.data().test;
     setup.train = &federation_.data().train;
     setup.shares = &fine_tuning_shares_;
-    setup.augmentation = experiment_.data_info.train_augmentation;
     if (KeepsPersonalTensors()) {
       setup.personal = group_ != nullptr ? &gathered_personal_ : &federation_.state_store();
     }
-    setup.client = experiment_.spec.client();
-    setup.fine_tune_steps = spec.fine_tune_steps();
-    setup.fine_tune_learning_rate = spec.fine_tune_learning_rate();
-    setup.seed = experiment_.spec.seed();
-    setup.eval_batch_size = eval_batch_;
     FL_ASSIGN_OR_RETURN(OwnModelAccuracy own, EvaluateOwnModels(global_model_, state, setup));
     if (own.fine_tuning_failed > 0) {
       LOG(WARNING) << "server.client_evaluation: fine-tuning failed for " << own.fine_tuning_failed
@@ -790,6 +808,48 @@ class ServerSide {
     if (spec.fine_tune_steps() > 0) {
       evaluation->client_accuracy["client_ft_failed"] = static_cast<double>(own.fine_tuning_failed);
     }
+    return evaluation;
+  }
+  // A deployment: each evaluated client evaluates its own model on its test
+  // examples and answers with its count. A client that cannot (disconnected, past
+  // its deadline) is left out and counted in client_eval_failed.
+  absl::StatusOr<Evaluation> AddDeployedOwnModelAccuracy(absl::StatusOr<Evaluation> evaluation,
+                                                         const ModelState& state) const {
+    const ClientTestSets& sets = *client_tests_;
+    const at::Tensor all = sets.indices.to(at::kCPU).contiguous();
+    const int64_t* indices = all.data_ptr<int64_t>();
+    std::vector<double> per_client;
+    std::vector<int64_t> sizes;
+    int64_t failed = 0;
+    absl::Status first_failure;
+    int64_t offset = 0;
+    for (size_t p = 0; p < sets.clients.size(); ++p) {
+      const std::vector<int64_t> own(indices + offset, indices + offset + sets.sizes[p]);
+      offset += sets.sizes[p];
+      absl::StatusOr<OwnEvaluation> result =
+          self_evaluating_[static_cast<size_t>(sets.clients[p])]->EvaluateOwnModel(
+              state, own, evaluating_round_);
+      if (!result.ok()) {
+        if (failed++ == 0) first_failure = result.status();
+        continue;
+      }
+      per_client.push_back(static_cast<double>(result->correct) /
+                           static_cast<double>(result->examples));
+      sizes.push_back(result->examples);
+    }
+    if (per_client.empty()) {
+      return absl::UnavailableError(absl::StrCat(
+          "server.client_evaluation: no deployed client evaluated its own model; first: ",
+          first_failure.message()));
+    }
+    if (failed > 0) {
+      LOG(WARNING) << "server.client_evaluation: " << failed << " of " << sets.clients.size()
+                   << " deployed client(s) did not evaluate their own model, left out of "
+                      "client_acc_*; first: "
+                   << first_failure;
+    }
+    evaluation->client_accuracy = ClientAccuracyColumns(SummarizeAccuracies(per_client, sizes));
+    evaluation->client_accuracy["client_eval_failed"] = static_cast<double>(failed);
     return evaluation;
   }
   absl::StatusOr<Evaluation> AddClientAccuracy(absl::StatusOr<Evaluation> evaluation) const {
@@ -813,6 +873,10 @@ class ServerSide {
   const std::vector<std::vector<int64_t>> fine_tuning_shares_;
   // C10D, rank 0: every client's personal tensors as of the last evaluation.
   ClientStateStore gathered_personal_;
+  // A deployment with personal tensors: the clients (owned by the server, in id
+  // order), which evaluate their own models, and the round being evaluated.
+  std::vector<Client*> self_evaluating_;
+  int evaluating_round_ = 0;
   std::unique_ptr<MetricsSink> sink_;
   Aggregator* aggregator_ = nullptr;
   std::unique_ptr<OneShotReport> report_;
@@ -848,12 +912,6 @@ absl::StatusOr<ExperimentResult> RunExperiment(Experiment& experiment,
   if (reach_clients && spec.simulation().backend() == fedkit::SimulationSpec::C10D) {
     return absl::FailedPreconditionError(
         "a deployment's server is one process: simulation.backend must not be C10D");
-  }
-  if (reach_clients && (!UnsharedTensorNames(experiment).empty() || experiment.personal_model)) {
-    return absl::FailedPreconditionError(
-        "a deployment cannot run an aggregator whose clients keep personal or frozen parameter "
-        "groups, or a personal model, yet: the server would need each client's own tensors to "
-        "evaluate it");
   }
   ApplyAndReportThreads(experiment.threads);
   FL_ASSIGN_OR_RETURN(std::unique_ptr<Collective> group, JoinProcessGroup(spec));
@@ -899,6 +957,74 @@ HostedClient::HostedClient() = default;
 HostedClient::HostedClient(HostedClient&&) = default;
 HostedClient::~HostedClient() = default;
 
+namespace {
+
+// A deployed client (fl_client) as the session sees it: the federation's client,
+// which also evaluates its own model when the server asks (Task.evaluation).
+class SelfEvaluatingClient : public Client {
+ public:
+  SelfEvaluatingClient(std::unique_ptr<Client> inner, const Experiment& experiment,
+                       Federation& federation, std::unique_ptr<Model> model,
+                       std::vector<std::vector<int64_t>> shares, bool own_data)
+      : inner_(std::move(inner)),
+        experiment_(experiment),
+        federation_(federation),
+        model_(std::move(model)),
+        shares_(std::move(shares)),
+        own_data_(own_data) {}
+
+  int64_t id() const override { return inner_->id(); }
+  int64_t num_examples() const override { return inner_->num_examples(); }
+  absl::StatusOr<ClientUpdate> Train(const ModelState& global, const RoundPlan& plan,
+                                     int round) override {
+    return inner_->Train(global, plan, round);
+  }
+  void Acknowledge(bool accepted) override { inner_->Acknowledge(accepted); }
+
+  absl::StatusOr<OwnEvaluation> EvaluateOwnModel(const ModelState& global,
+                                                 const std::vector<int64_t>& test_indices,
+                                                 int round) override {
+    const Examples& test = federation_.data().test;
+    const int64_t available = test.y.size(0);
+    // With data of its own, the client's test split is its own held-out data.
+    std::vector<int64_t> indices(own_data_ ? static_cast<size_t>(available) : 0);
+    std::iota(indices.begin(), indices.end(), int64_t{0});
+    if (!own_data_) indices = test_indices;
+    for (const int64_t i : indices) {
+      if (i < 0 || i >= available) {
+        return absl::InvalidArgumentError(absl::StrCat("test index ", i, " is outside the test split of ",
+                                                       available));
+      }
+    }
+    if (indices.empty()) return absl::InvalidArgumentError("no test example to evaluate on");
+    const auto n = static_cast<int64_t>(indices.size());
+    ClientTestSets sets;
+    sets.clients = {id()};
+    sets.sizes = {n};
+    sets.indices = at::tensor(indices, at::kLong);
+    sets.owner = at::zeros({n}, at::kLong);
+    OwnModelEvaluation setup = OwnModelSetup(experiment_, EvalBatchSize(experiment_.spec));
+    setup.sets = &sets;
+    setup.test = &test;
+    setup.train = &federation_.data().train;
+    setup.shares = &shares_;
+    setup.personal = &federation_.state_store();
+    FL_ASSIGN_OR_RETURN(OwnModelAccuracy own, EvaluateOwnModels(*model_, global, setup));
+    return OwnEvaluation{std::llround(own.accuracy.per_client[0] * static_cast<double>(n)), n};
+  }
+
+ private:
+  std::unique_ptr<Client> inner_;
+  const Experiment& experiment_;
+  Federation& federation_;
+  std::unique_ptr<Model> model_;  // the evaluation's replica
+  // Every client's training share (only this client's is not empty), for fine-tuning.
+  const std::vector<std::vector<int64_t>> shares_;
+  const bool own_data_;
+};
+
+}  // namespace
+
 absl::StatusOr<HostedClient> HostClient(Experiment& experiment, int64_t client_id,
                                         Dataset* own_data) {
   const fedkit::ExperimentSpec& spec = experiment.spec;
@@ -924,9 +1050,13 @@ absl::StatusOr<HostedClient> HostClient(Experiment& experiment, int64_t client_i
                       NewModel(spec, experiment.data_info, experiment.device));
   HostedClient hosted;
   hosted.layout = ModelState::FromModule(*model).Clone();
+  std::vector<std::vector<int64_t>> shares(data.shares.size());
+  shares[static_cast<size_t>(client_id)] = data.shares[static_cast<size_t>(client_id)];
   FL_ASSIGN_OR_RETURN(hosted.federation, Federation::Assemble(experiment, std::move(data), nullptr));
   std::vector<std::unique_ptr<Client>> clients = hosted.federation->TakeClients();
-  hosted.client = std::move(clients[static_cast<size_t>(client_id)]);
+  hosted.client = std::make_unique<SelfEvaluatingClient>(
+      std::move(clients[static_cast<size_t>(client_id)]), experiment, *hosted.federation,
+      std::move(model), std::move(shares), own_data != nullptr);
   return hosted;
 }
 

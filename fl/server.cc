@@ -230,7 +230,7 @@ absl::StatusOr<bool> Server::CloseRound(int round, const RoundOutcome& outcome) 
   const bool evaluated = scheduled || round == config_.rounds;
   if (evaluated && config_.before_evaluation) {
     SetStage(round, "bringing rank 0 what the evaluation needs");
-    FL_RETURN_IF_ERROR(config_.before_evaluation());
+    FL_RETURN_IF_ERROR(config_.before_evaluation(round));
   }
   if (is_rank_zero()) {
     SetStage(round, "evaluating");

@@ -148,10 +148,11 @@ struct ServerConfig {
   // the sink and the evaluator.
   Collective* collective = nullptr;
   std::vector<int> client_ranks;
-  // A distributed run: called on every rank before rank 0 evaluates a round, to
-  // bring rank 0 what the evaluation needs from the other ranks (the clients'
-  // personal tensors). Optional.
-  std::function<absl::Status()> before_evaluation;
+  // Called (on every rank of a distributed run) before round `round` is
+  // evaluated: to bring rank 0 what the evaluation needs from the other ranks
+  // (the clients' personal tensors), or to tell a deployment's evaluation which
+  // round it is. Optional.
+  std::function<absl::Status(int round)> before_evaluation;
   // Sends every update to rank 0 even when the aggregator has partial sums, so the
   // result equals the in-process run's bit for bit.
   bool gather_updates = false;

@@ -4,6 +4,9 @@
 #   rounds of FedAvg and of SCAFFOLD (whose clients keep their control variates in
 #   their own processes): metrics.csv (but for wall time) and model.pt must be
 #   byte-identical, and so after deploy_local is stopped and resumed;
+# - FedPer and Ditto, whose clients keep personal tensors or models in their own
+#   processes and evaluate their own models when the server asks: metrics.csv,
+#   client_acc_* included, is the in-process run's;
 # - the server stopped (SIGTERM) and resumed, then killed (SIGKILL) and resumed
 #   from the same checkpoint, its clients reconnecting and going back to their
 #   state at it: SCAFFOLD's result is still the in-process one, bit for bit;
@@ -109,6 +112,29 @@ for aggregator in fedavg scaffold; do
   cmp "$tmp/$aggregator/model.pt" "$tmp/$aggregator.deployed/model.pt" ||
     fail "$aggregator: model.pt differs"
   [[ $failures -eq $before ]] && echo "ok $aggregator: deploy_local over mutual TLS, bit for bit"
+done
+
+# Personalised FL: the per-client columns come from the clients' own models,
+# evaluated in their processes. Without that the server would evaluate the
+# global model with its untrained head (FedPer) and the columns would differ.
+for aggregator in fedper ditto; do
+  set_aggregator="aggregator { name: \"$aggregator\" }"
+  in_process "$aggregator" "$set_aggregator"
+  before=$failures
+  "$launcher" --spec="$spec" --clients=4 --set="$set_aggregator" \
+      --output_dir="$tmp/$aggregator.deployed" > "$tmp/$aggregator.deployed.log" 2>&1 ||
+    { fail "$aggregator: deploy_local exited with $?"; tail -20 "$tmp/$aggregator.deployed.log"; }
+  [[ "$(head -1 "$tmp/$aggregator.deployed/metrics.csv" | awk -F, '{ print $NF }')" == client_eval_failed ]] ||
+    fail "$aggregator: the deployed metrics.csv has no client_eval_failed column"
+  [[ "$(column "$tmp/$aggregator.deployed" client_eval_failed | sort -u)" == 0 ]] ||
+    fail "$aggregator: a client failed to evaluate its own model"
+  grep -q client_acc_mean "$tmp/$aggregator/metrics.csv" || fail "$aggregator: no client_acc_* columns"
+  diff <(metrics "$tmp/$aggregator") <(metrics "$tmp/$aggregator.deployed" | rev | cut -d, -f2- | rev) ||
+    fail "$aggregator: metrics.csv differs from in-process"
+  cmp "$tmp/$aggregator/model.pt" "$tmp/$aggregator.deployed/model.pt" ||
+    fail "$aggregator: model.pt differs"
+  [[ $failures -eq $before ]] &&
+    echo "ok $aggregator: deployed, each client evaluating its own model, bit for bit"
 done
 
 # Stopping deploy_local (SIGTERM here; Ctrl-C's SIGINT in a terminal, which a

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "fl/deploy/deploy.grpc.pb.h"
+#include "fl/deploy/evaluation_task.h"
 #include "fl/wire.h"
 #include "glog/logging.h"
 
@@ -52,6 +53,28 @@ absl::StatusOr<ClientUpdate> TrainOn(absl::string_view payload, uint64_t task, i
         absl::StrCat(source, ": the model is not this client's: ", layout_ok.message()));
   }
   return client.Train(parsed->model, parsed->plan, parsed->round);
+}
+
+// An evaluation task's answer: the client's own model's count, or why it has none.
+absl::StatusOr<ClientUpdate> EvaluateOn(absl::string_view payload, uint64_t task, int round,
+                                        Client& client, const ModelState& layout,
+                                        const c10::Device& device) {
+  const std::string source = absl::StrCat("evaluation task ", task, " from the server");
+  absl::StatusOr<Task> parsed = ParseTask(payload, device, source);
+  if (!parsed.ok()) return parsed.status();
+  if (parsed->round != round) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": its header says round ", round,
+                                                   ", its payload ", parsed->round));
+  }
+  if (absl::Status layout_ok = layout.CheckSameLayout(parsed->model); !layout_ok.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": the model is not this client's: ", layout_ok.message()));
+  }
+  absl::StatusOr<std::vector<int64_t>> indices = EvaluationIndices(parsed->plan.broadcast, source);
+  if (!indices.ok()) return indices.status();
+  absl::StatusOr<OwnEvaluation> result = client.EvaluateOwnModel(parsed->model, *indices, round);
+  if (!result.ok()) return result.status();
+  return EvaluationAnswer(client.id(), *result);
 }
 
 }  // namespace
@@ -163,14 +186,19 @@ absl::StatusOr<std::string> RunClientSession(const std::shared_ptr<grpc::Channel
         }
       }
       absl::StatusOr<ClientUpdate> update =
-          TrainOn(payload, task.task_id(), task.round(), client, layout, options.device);
+          task.evaluation()
+              ? EvaluateOn(payload, task.task_id(), task.round(), client, layout, options.device)
+              : TrainOn(payload, task.task_id(), task.round(), client, layout, options.device);
       if (!update.ok()) LOG(WARNING) << who << ": task " << task.task_id() << ": " << update.status();
       if (!SendAnswer(*stream, task.task_id(), std::move(update), chunk_bytes)) {
         context.TryCancel();  // unread messages would hold Finish up
         break;
       }
-      carry.awaited_task = task.task_id();
-      carry.awaited_round = task.round();
+      // An evaluation changes no state: no verdict follows it.
+      if (!task.evaluation()) {
+        carry.awaited_task = task.task_id();
+        carry.awaited_round = task.round();
+      }
     }
   }
   if (options.carry == nullptr) settle(false).IgnoreError();

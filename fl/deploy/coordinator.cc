@@ -236,7 +236,7 @@ absl::Status Coordinator::Serve(Connection& connection) {
 
 absl::StatusOr<std::string> Coordinator::RunTask(int64_t client_id, int round,
                                                  absl::string_view payload,
-                                                 absl::Duration deadline) {
+                                                 absl::Duration deadline, bool evaluation) {
   std::shared_ptr<Connection> connection;
   uint64_t task;
   ServerMessage header;
@@ -268,12 +268,16 @@ absl::StatusOr<std::string> Coordinator::RunTask(int64_t client_id, int round,
   header.mutable_task()->set_task_id(task);
   header.mutable_task()->set_round(round);
   header.mutable_task()->set_payload_bytes(static_cast<int64_t>(payload.size()));
+  header.mutable_task()->set_evaluation(evaluation);
   if (options_.asynchronous) {
     header.mutable_task()->set_state_after_round(std::numeric_limits<int32_t>::max());
     header.mutable_task()->set_checkpointed_round(std::numeric_limits<int32_t>::max());
   } else {
     const int every = options_.checkpoint_every;
-    header.mutable_task()->set_state_after_round(round - 1);
+    // An evaluation after round r uses the state after r; the newest checkpoint
+    // it may count on is the one a task of round r would (r's own may not be
+    // written yet).
+    header.mutable_task()->set_state_after_round(evaluation ? round : round - 1);
     header.mutable_task()->set_checkpointed_round(
         std::max(options_.resumed_after_round, every > 0 ? (round - 1) / every * every : 0));
   }

@@ -71,8 +71,10 @@ class Coordinator final : public fedkit::deploy::Coordinator::Service {
   // kUnavailable: the client did not connect within connect_timeout, or its
   // session ended (disconnected, or it broke the protocol); kDeadlineExceeded: no
   // answer within `deadline` of sending (its session is ended).
+  // `evaluation`: an evaluation task after `round` (Task.evaluation), which
+  // leaves the client's last verdict where it was.
   absl::StatusOr<std::string> RunTask(int64_t client_id, int round, absl::string_view payload,
-                                      absl::Duration deadline);
+                                      absl::Duration deadline, bool evaluation = false);
   // The verdict on the client's last answered task. Also repeated with the
   // client's next task, in case this one is lost with its connection.
   void SendVerdict(int64_t client_id, bool accepted);

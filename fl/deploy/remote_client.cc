@@ -1,6 +1,7 @@
 #include "fl/deploy/remote_client.h"
 
 #include "absl/strings/str_cat.h"
+#include "fl/deploy/evaluation_task.h"
 #include "fl/status_macros.h"
 #include "fl/wire.h"
 
@@ -34,5 +35,22 @@ absl::StatusOr<ClientUpdate> RemoteClient::Train(const ModelState& global, const
 }
 
 void RemoteClient::Acknowledge(bool accepted) { coordinator_->SendVerdict(id_, accepted); }
+
+absl::StatusOr<OwnEvaluation> RemoteClient::EvaluateOwnModel(
+    const ModelState& global, const std::vector<int64_t>& test_indices, int round) {
+  RoundPlan plan;
+  plan.broadcast = EvaluationBroadcast(test_indices);
+  FL_ASSIGN_OR_RETURN(std::string answer,
+                      coordinator_->RunTask(id_, round, SerializeTask(global, plan, round),
+                                            deadline_, /*evaluation=*/true));
+  const std::string source = absl::StrCat("evaluation after round ", round, ": client ", id_);
+  FL_ASSIGN_OR_RETURN(std::vector<IndexedUpdate> outcomes, ParseUpdates(answer, device_, source));
+  if (outcomes.size() != 1) {
+    return absl::DataLossError(
+        absl::StrCat(source, ": an answer holds one outcome, got ", outcomes.size()));
+  }
+  FL_ASSIGN_OR_RETURN(ClientUpdate outcome, std::move(outcomes[0].update));
+  return ReadEvaluationAnswer(outcome, id_, source);
+}
 
 }  // namespace fl::deploy

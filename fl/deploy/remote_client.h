@@ -31,6 +31,10 @@ class RemoteClient : public Client {
   absl::StatusOr<ClientUpdate> Train(const ModelState& global, const RoundPlan& plan,
                                      int round) override;
   void Acknowledge(bool accepted) override;
+  // Sends an evaluation task (Task.evaluation) and returns the client's count.
+  absl::StatusOr<OwnEvaluation> EvaluateOwnModel(const ModelState& global,
+                                                 const std::vector<int64_t>& test_indices,
+                                                 int round) override;
 
  private:
   const int64_t id_;
