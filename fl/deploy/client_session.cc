@@ -36,12 +36,10 @@ bool SendAnswer(Stream& stream, uint64_t task, absl::StatusOr<ClientUpdate> upda
   return true;
 }
 
-// The client's outcome of a complete task payload: a failure when the payload
-// does not parse or its model is not the client's layout.
-absl::StatusOr<ClientUpdate> TrainOn(absl::string_view payload, uint64_t task, int round,
-                                     Client& client, const ModelState& layout,
-                                     const c10::Device& device) {
-  const std::string source = absl::StrCat("task ", task, " from the server");
+// A complete task payload, checked against its header's round and the client's
+// layout. Errors name `source`.
+absl::StatusOr<Task> ParseTaskFor(absl::string_view payload, int round, const ModelState& layout,
+                                  const c10::Device& device, const std::string& source) {
   absl::StatusOr<Task> parsed = ParseTask(payload, device, source);
   if (!parsed.ok()) return parsed.status();
   if (parsed->round != round) {
@@ -52,27 +50,23 @@ absl::StatusOr<ClientUpdate> TrainOn(absl::string_view payload, uint64_t task, i
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": the model is not this client's: ", layout_ok.message()));
   }
-  return client.Train(parsed->model, parsed->plan, parsed->round);
+  return parsed;
 }
 
-// An evaluation task's answer: the client's own model's count, or why it has none.
-absl::StatusOr<ClientUpdate> EvaluateOn(absl::string_view payload, uint64_t task, int round,
-                                        Client& client, const ModelState& layout,
-                                        const c10::Device& device) {
-  const std::string source = absl::StrCat("evaluation task ", task, " from the server");
-  absl::StatusOr<Task> parsed = ParseTask(payload, device, source);
-  if (!parsed.ok()) return parsed.status();
-  if (parsed->round != round) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": its header says round ", round,
-                                                   ", its payload ", parsed->round));
-  }
-  if (absl::Status layout_ok = layout.CheckSameLayout(parsed->model); !layout_ok.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source, ": the model is not this client's: ", layout_ok.message()));
-  }
-  absl::StatusOr<std::vector<int64_t>> indices = EvaluationIndices(parsed->plan.broadcast, source);
+// The client's outcome of a complete task payload: its update, or why it has
+// none (the payload does not parse, its model is not the client's layout,
+// training failed); for an evaluation task its own model's count.
+absl::StatusOr<ClientUpdate> AnswerTo(const fedkit::deploy::Task& header, absl::string_view payload,
+                                      Client& client, const ModelState& layout,
+                                      const c10::Device& device) {
+  const std::string source = absl::StrCat(header.evaluation() ? "evaluation task " : "task ",
+                                          header.task_id(), " from the server");
+  absl::StatusOr<Task> task = ParseTaskFor(payload, header.round(), layout, device, source);
+  if (!task.ok()) return task.status();
+  if (!header.evaluation()) return client.Train(task->model, task->plan, task->round);
+  absl::StatusOr<std::vector<int64_t>> indices = EvaluationIndices(task->plan.broadcast, source);
   if (!indices.ok()) return indices.status();
-  absl::StatusOr<OwnEvaluation> result = client.EvaluateOwnModel(parsed->model, *indices, round);
+  absl::StatusOr<OwnEvaluation> result = client.EvaluateOwnModel(task->model, *indices, task->round);
   if (!result.ok()) return result.status();
   return EvaluationAnswer(client.id(), *result);
 }
@@ -185,10 +179,7 @@ absl::StatusOr<std::string> RunClientSession(const std::shared_ptr<grpc::Channel
           return fail(forgot);
         }
       }
-      absl::StatusOr<ClientUpdate> update =
-          task.evaluation()
-              ? EvaluateOn(payload, task.task_id(), task.round(), client, layout, options.device)
-              : TrainOn(payload, task.task_id(), task.round(), client, layout, options.device);
+      absl::StatusOr<ClientUpdate> update = AnswerTo(task, payload, client, layout, options.device);
       if (!update.ok()) LOG(WARNING) << who << ": task " << task.task_id() << ": " << update.status();
       if (!SendAnswer(*stream, task.task_id(), std::move(update), chunk_bytes)) {
         context.TryCancel();  // unread messages would hold Finish up
