@@ -83,6 +83,13 @@ std::vector<Case> Cases() {
                    "{ kind: SPARSE_TERNARY fraction: 0.1 error_feedback: true } } server { "
                    "incomplete_updates: SCALE download { kind: SPARSE_TERNARY fraction: 0.1 "
                    "error_feedback: true } }"});
+  // Personal tensors and models committed by the asynchronous loop, with updates
+  // in flight at the checkpoint.
+  for (const char* name : {"fedper", "fedbn", "ditto"}) {
+    cases.push_back({absl::StrCat(name, "_async"),
+                     absl::StrCat("aggregator { name: '", name,
+                                  "' } server { async { concurrency: 3 buffer_size: 2 } }")});
+  }
   // FedBN keeps the normalisation layers: the model needs some. A method that
   // takes the local steps itself runs plain SGD: no momentum.
   for (Case& c : cases) {
