@@ -986,10 +986,11 @@ class SelfEvaluatingClient : public Client {
                                                  int round) override {
     const Examples& test = federation_.data().test;
     const int64_t available = test.y.size(0);
-    // With data of its own, the client's test split is its own held-out data.
-    std::vector<int64_t> indices(own_data_ ? static_cast<size_t>(available) : 0);
-    std::iota(indices.begin(), indices.end(), int64_t{0});
-    if (!own_data_) indices = test_indices;
+    std::vector<int64_t> indices = test_indices;
+    if (own_data_) {  // its test split is its own held-out data
+      indices.resize(static_cast<size_t>(available));
+      std::iota(indices.begin(), indices.end(), int64_t{0});
+    }
     for (const int64_t i : indices) {
       if (i < 0 || i >= available) {
         return absl::InvalidArgumentError(absl::StrCat("test index ", i, " is outside the test split of ",
