@@ -31,12 +31,12 @@ bool LaidOutFlat(const std::vector<at::Tensor>& tensors, int64_t numel) {
 
 }  // namespace
 
-FlatParameters::FlatParameters(torch::nn::Module& module) {
+FlatParameters::FlatParameters(torch::nn::Module& module, Layout layout) {
   for (const at::Tensor& p : module.parameters()) {
     if (p.requires_grad()) parameters_.push_back(p);
   }
   optimizer_tensors_ = parameters_;
-  if (parameters_.empty()) return;
+  if (parameters_.empty() || layout == Layout::kPerTensor) return;
   int64_t numel = 0;
   for (const at::Tensor& p : parameters_) {
     if (p.scalar_type() != parameters_[0].scalar_type() ||
@@ -75,11 +75,18 @@ FlatParameters::FlatParameters(torch::nn::Module& module) {
   optimizer_tensors_ = {flat};
 }
 
+void FlatParameters::ClearGradients() {
+  for (at::Tensor& p : parameters_) p.mutable_grad().reset();
+}
+
 void FlatParameters::RelinkGradients() {
-  if (gradient_views_.empty()) return;
   at::NoGradGuard no_grad;
   for (size_t i = 0; i < parameters_.size(); ++i) {
     at::Tensor& gradient = parameters_[i].mutable_grad();
+    if (gradient_views_.empty()) {
+      if (!gradient.defined()) gradient = at::zeros_like(parameters_[i]);
+      continue;
+    }
     if (gradient.defined() && gradient.is_same(gradient_views_[i])) continue;
     if (gradient.defined()) {
       gradient_views_[i].copy_(gradient);
@@ -87,13 +94,6 @@ void FlatParameters::RelinkGradients() {
       gradient_views_[i].zero_();
     }
     gradient = gradient_views_[i];
-  }
-}
-
-void FlatParameters::ZeroGradients() {
-  at::NoGradGuard no_grad;
-  for (at::Tensor& tensor : optimizer_tensors_) {
-    if (tensor.grad().defined()) tensor.mutable_grad().zero_();
   }
 }
 

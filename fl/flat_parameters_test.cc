@@ -100,7 +100,7 @@ void ExpectSameTrajectory(
     a->zero_grad();
     at::cross_entropy_loss(per_tensor.Forward(batch.x), batch.y).backward();
     a->step();
-    flat.ZeroGradients();
+    flat.ClearGradients();
     at::cross_entropy_loss(flat_net.Forward(batch.x), batch.y).backward();
     flat.RelinkGradients();
     b->step();
@@ -126,26 +126,93 @@ TEST(FlatParametersTest, SgdWithMomentumOnTheFlatTensorMatchesSgdPerTensorExactl
   });
 }
 
-// LibTorch 2.x's Optimizer::zero_grad() sets gradients to none: on the flat tensor
-// the optimiser would then skip every parameter. ZeroGradients keeps them in place.
-TEST(FlatParametersTest, ZeroGradientsKeepsTheFlatGradientAndItsViews) {
+// The gradients of one backward pass of `batch` alone, per trainable parameter.
+std::vector<at::Tensor> FreshGradients(Net& net, const Batch& batch) {
+  torch::manual_seed(5);
+  Net twin;
+  torch::NoGradGuard no_grad;
+  const std::vector<at::Tensor> from = net.parameters();
+  const std::vector<at::Tensor> to = twin.parameters();
+  for (size_t i = 0; i < from.size(); ++i) to[i].copy_(from[i]);
+  {
+    at::AutoGradMode grad(true);
+    at::cross_entropy_loss(twin.Forward(batch.x), batch.y).backward();
+  }
+  std::vector<at::Tensor> gradients;
+  for (const at::Tensor& p : twin.parameters()) {
+    if (p.requires_grad()) gradients.push_back(p.grad());
+  }
+  return gradients;
+}
+
+// LibTorch 2.x's Optimizer::zero_grad() sets every gradient to none, the flat one
+// included, and the optimiser would then skip every parameter. ClearGradients
+// keeps the flat gradient, and the next pass's gradient, not the sum, lands in it.
+TEST(FlatParametersTest, AfterClearGradientsThePassGradientAloneLandsInTheBuffer) {
   torch::manual_seed(4);
   Net net;
   FlatParameters flat(net);
-  Batch batch;
-  at::cross_entropy_loss(net.Forward(batch.x), batch.y).backward();
+  Batch first;
+  at::cross_entropy_loss(net.Forward(first.x), first.y).backward();
   flat.RelinkGradients();
   const at::Tensor& flat_tensor = flat.optimizer_tensors()[0];
   ASSERT_GT(flat_tensor.grad().abs().sum().item<double>(), 0.0);
-  flat.ZeroGradients();
+  flat.ClearGradients();
   ASSERT_TRUE(flat_tensor.grad().defined());
-  EXPECT_EQ(flat_tensor.grad().abs().sum().item<double>(), 0.0);
+  Batch second;
+  const std::vector<at::Tensor> expected = FreshGradients(net, second);
+  at::cross_entropy_loss(net.Forward(second.x), second.y).backward();
+  flat.RelinkGradients();
   EXPECT_EQ(net.linear->weight.grad().data_ptr<float>(),
             flat_tensor.grad().data_ptr<float>() + 3 * 2 * 3 * 3 + 3);
-  // The next backward pass lands in the buffer the optimiser steps.
-  at::cross_entropy_loss(net.Forward(batch.x), batch.y).backward();
-  flat.RelinkGradients();
-  EXPECT_GT(flat_tensor.grad().abs().sum().item<double>(), 0.0);
+  std::vector<at::Tensor> pieces;
+  for (const at::Tensor& g : expected) pieces.push_back(g.flatten());
+  EXPECT_TRUE(flat_tensor.grad().equal(at::cat(pieces)));
+}
+
+TEST(FlatParametersTest, PerTensorLayoutLeavesTheParametersAndTakesThePassGradient) {
+  torch::manual_seed(6);
+  Net net;
+  const std::vector<at::Tensor> before = Values(net);
+  FlatParameters flat(net, FlatParameters::Layout::kPerTensor);
+  const std::vector<at::Tensor> params = net.parameters();
+  ASSERT_EQ(flat.optimizer_tensors().size(), 3u);  // the frozen tensor is left out
+  EXPECT_FALSE(params[0].storage().is_alias_of(params[2].storage()));
+  for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(params[i].equal(before[i])) << i;
+  for (int pass = 0; pass < 2; ++pass) {
+    Batch batch;
+    const std::vector<at::Tensor> expected = FreshGradients(net, batch);
+    flat.ClearGradients();
+    at::cross_entropy_loss(net.Forward(batch.x), batch.y).backward();
+    flat.RelinkGradients();
+    for (size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_TRUE(flat.optimizer_tensors()[i].grad().equal(expected[i])) << pass << " " << i;
+    }
+  }
+}
+
+// A parameter the pass does not reach must still be stepped, as with a zero
+// gradient: weight decay shrinks it. Skipped, it would keep its value.
+TEST(FlatParametersTest, AParameterWithoutAGradientGetsZerosInEitherLayout) {
+  for (FlatParameters::Layout layout :
+       {FlatParameters::Layout::kOneBuffer, FlatParameters::Layout::kPerTensor}) {
+    torch::manual_seed(7);
+    Net net;
+    const at::Tensor bias_before = net.conv->bias.detach().clone();
+    FlatParameters flat(net, layout);
+    torch::optim::SGD sgd(flat.optimizer_tensors(),
+                          torch::optim::SGDOptions(0.1).weight_decay(0.5));
+    flat.ClearGradients();
+    // Only the linear layer is reached: the convolution's tensors get no gradient.
+    const at::Tensor features = at::randn({4, 48});
+    at::cross_entropy_loss(net.linear->forward(features), at::randint(5, {4}, at::kLong))
+        .backward();
+    flat.RelinkGradients();
+    ASSERT_TRUE(net.conv->bias.grad().defined());
+    EXPECT_EQ(net.conv->bias.grad().abs().sum().item<double>(), 0.0);
+    sgd.step();
+    EXPECT_TRUE(net.conv->bias.detach().allclose(bias_before * 0.95)) << static_cast<int>(layout);
+  }
 }
 
 TEST(FlatParametersTest, AGradientAutogradReplacedIsCopiedBackIntoTheBuffer) {

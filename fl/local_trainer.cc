@@ -132,6 +132,17 @@ absl::Status RestoreOptimizerState(const TensorMap& saved, torch::optim::Optimiz
   return absl::OkStatus();
 }
 
+// The sum of `losses` (scalars) in double precision, added in their order: what
+// adding each into a double tensor gives, bit for bit.
+double SumInOrder(const std::vector<at::Tensor>& losses) {
+  if (losses.empty()) return 0.0;
+  const at::Tensor host = at::stack(losses).to(at::kCPU, at::kDouble).contiguous();
+  const double* values = host.data_ptr<double>();
+  double sum = 0.0;
+  for (int64_t i = 0; i < host.numel(); ++i) sum += values[i];
+  return sum;
+}
+
 struct ActiveHook {
   std::string name;  // empty for the caller's hook, whose state is not kept
   std::unique_ptr<ClientHook> owned;
@@ -199,7 +210,7 @@ class TrainerSteps : public LocalSteps {
   absl::StatusOr<Examples> NextBatch() override { return stream_.Next(); }
 
   at::Tensor Backward(const Examples& batch) override {
-    flat_->ZeroGradients();
+    flat_->ClearGradients();
     at::Tensor task_loss = at::cross_entropy_loss(model_.Forward(batch.x), batch.y);
     at::Tensor loss = task_loss;
     for (ActiveHook& h : hooks_) {
@@ -380,7 +391,7 @@ absl::StatusOr<ClientUpdate> LocalTrainer::TrainUnguarded(Model& model,
                (personal_names.count(name) != 0) == personal_part;
       });
     }
-    flat = std::make_unique<FlatParameters>(model);
+    flat = std::make_unique<FlatParameters>(model, OptimizerLayout(spec.optimizer()));
     optimizer = MakeOptimizer(spec.optimizer(), lr, flat->optimizer_tensors());
     if (!spec.keep_optimizer_state()) return absl::OkStatus();
     absl::Status restored = RestoreOptimizerState(
@@ -397,8 +408,11 @@ absl::StatusOr<ClientUpdate> LocalTrainer::TrainUnguarded(Model& model,
                                  train_indices, augmentation_, faults_},
                           total_steps));
   TrainerSteps steps(stream, model, flat, hooks, stepper, spec.max_grad_norm());
-  // Summed on the device and read once: .item() each step would wait for the device.
-  at::Tensor loss_sum = at::zeros({}, at::TensorOptions(device).dtype(at::kDouble));
+  // Kept on the device and read once: .item() each step would wait for the device,
+  // and adding each into a double on the device costs a kernel with a type
+  // conversion per step.
+  std::vector<at::Tensor> task_losses;
+  task_losses.reserve(total_steps);
   for (int64_t step = 0; step < total_steps; ++step) {
     if (step == phase_ends[phase]) {
       ++phase;
@@ -412,7 +426,7 @@ absl::StatusOr<ClientUpdate> LocalTrainer::TrainUnguarded(Model& model,
       task_loss = steps.Backward(batch);
       optimizer->step();
     }
-    loss_sum.add_(task_loss);
+    task_losses.push_back(task_loss.detach());
   }
   // Hooks after training see the indices in the order of the last epoch, as the
   // stream left them.
@@ -431,7 +445,7 @@ absl::StatusOr<ClientUpdate> LocalTrainer::TrainUnguarded(Model& model,
   update.num_examples = num_examples;
   update.local_steps = total_steps;
   update.planned_steps = planned_steps;
-  update.metrics["train_loss"] = total_steps > 0 ? loss_sum.item<double>() / total_steps : 0.0;
+  update.metrics["train_loss"] = SumInOrder(task_losses) / total_steps;
   std::map<std::string, TensorMap> states;
   update.delta = unshared.empty() ? ModelState::DifferenceFromModule(model, *global)
                                   : ModelState::DifferenceFromModule(model, *global).Without(unshared);
@@ -493,6 +507,12 @@ absl::StatusOr<ClientUpdate> LocalTrainer::TrainUnguarded(Model& model,
   }
   state_store.Stage(input.client_id, std::move(states));
   return update;
+}
+
+FlatParameters::Layout OptimizerLayout(const fedkit::OptimizerSpec& spec) {
+  const bool plain_sgd = spec.kind() != fedkit::OptimizerSpec::ADAM && spec.momentum() == 0 &&
+                         spec.weight_decay() == 0;
+  return plain_sgd ? FlatParameters::Layout::kPerTensor : FlatParameters::Layout::kOneBuffer;
 }
 
 int64_t PlannedSteps(const fedkit::ClientTrainingSpec& spec, int64_t num_examples) {

@@ -14,6 +14,7 @@
 #include "fl/client_state_store.h"
 #include "fl/client_update.h"
 #include "fl/dataset.h"
+#include "fl/flat_parameters.h"
 #include "fl/model_state.h"
 #include "fl/spec.pb.h"
 
@@ -41,6 +42,11 @@ struct LocalTrainingInput {
   // not kept (a hook's own training: Ditto's proximal term).
   ClientHook* caller_hook = nullptr;
 };
+
+// How the trainer lays out the parameters for `spec`'s optimiser: one buffer, unless
+// it is plain SGD, one kernel per tensor, where one buffer saves no launches and
+// would cost a copy of every gradient into it.
+FlatParameters::Layout OptimizerLayout(const fedkit::OptimizerSpec& spec);
 
 // The local steps `spec` asks of a client with `num_examples` training examples:
 // client.steps, or client.epochs passes of ceil(num_examples / batch) batches.

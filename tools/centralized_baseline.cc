@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "fl/experiment.h"
 #include "fl/flat_parameters.h"
+#include "fl/local_trainer.h"
 #include "fl/model.h"
 #include "fl/registry.h"
 #include "fl/spec_loader.h"
@@ -64,8 +65,8 @@ absl::Status Run() {
   FL_ASSIGN_OR_RETURN(fl::ThreadBudget budget, fl::ChooseThreadBudget(request));
   fl::ApplyThreads(budget.worker);
   // The trainer's optimiser layout, so that only the federation differs.
-  fl::FlatParameters flat(*model);
   const fedkit::OptimizerSpec& opt = spec.client().optimizer();
+  fl::FlatParameters flat(*model, fl::OptimizerLayout(opt));
   torch::optim::SGD optimizer(flat.optimizer_tensors(), torch::optim::SGDOptions(opt.lr())
                                                        .momentum(opt.momentum())
                                                        .weight_decay(opt.weight_decay()));
@@ -86,9 +87,10 @@ absl::Status Run() {
       begin = 0;
     }
     const at::Tensor b = index.narrow(0, begin, batch);
-    flat.ZeroGradients();
+    flat.ClearGradients();
     at::Tensor loss = at::cross_entropy_loss(model->Forward(x.index_select(0, b)), y.index_select(0, b));
     loss.backward();
+    flat.RelinkGradients();
     optimizer.step();
     loss_sum.add_(loss.detach());
   }

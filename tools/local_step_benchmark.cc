@@ -3,12 +3,16 @@
 //
 //   floor/<case>              forward, cross-entropy and backward of one fixed batch:
 //                             what no trainer can beat
+//   floor_gathered/<case>     the same on a batch gathered at random from the
+//                             client's examples each step, gradients cleared: the
+//                             floor plus what reading random examples costs
 //   step/<case>               fl::LocalTrainer::Train over the client's data, per
 //                             optimiser step (batch gathering, zero_grad, the step,
 //                             the loss bookkeeping included)
 //   optimizer/<case>/<layout> the optimiser's step alone, over the model's parameter
 //                             tensors one by one or over one flat buffer
 //   evaluate/<case>           fl::Evaluate over 10,000 examples
+//   evaluate_floor/<case>     the model's forward alone over the same batches
 //
 // Cases: mlp_64_32 (784-64-32-10, Adam, batch 64), quickstart (784-200-200-10, SGD,
 // batch 50), lenet5_cifar (LeNet-5 on 3x32x32, SGD with momentum, batch 64). The
@@ -81,6 +85,7 @@ void Synchronize() {
 
 constexpr int64_t kClientExamples = 3200;
 constexpr int64_t kEvalExamples = 10000;
+constexpr int64_t kEvalBatch = 1000;
 
 std::unique_ptr<fl::Model> NewModel(const Case& c) {
   const auto& registry = fl::Registry<fl::Model>::Global();
@@ -120,6 +125,24 @@ void Floor(benchmark::State& state, const Case& c) {
   const fl::Examples batch = RandomExamples(c, c.batch);
   for (auto _ : state) {
     at::cross_entropy_loss(model->Forward(batch.x), batch.y).backward();
+    Synchronize();
+  }
+  SetStepCounter(state, 1);
+}
+
+void FloorGathered(benchmark::State& state, const Case& c) {
+  std::unique_ptr<fl::Model> model = NewModel(c);
+  model->train();
+  const fl::Examples examples = RandomExamples(c, kClientExamples);
+  const at::Tensor order = at::randperm(kClientExamples, at::TensorOptions(g_device).dtype(at::kLong));
+  const int64_t batches = kClientExamples / c.batch;
+  int64_t next = 0;
+  for (auto _ : state) {
+    for (at::Tensor& p : model->parameters()) p.mutable_grad().reset();
+    const at::Tensor rows = order.narrow(0, (next++ % batches) * c.batch, c.batch);
+    at::cross_entropy_loss(model->Forward(examples.x.index_select(0, rows)),
+                           examples.y.index_select(0, rows))
+        .backward();
     Synchronize();
   }
   SetStepCounter(state, 1);
@@ -188,10 +211,24 @@ void EvaluateTestSet(benchmark::State& state, const Case& c) {
   const fl::ModelState weights = fl::ModelState::FromModule(*model).Clone();
   const fl::Examples test = RandomExamples(c, kEvalExamples);
   for (auto _ : state) {
-    absl::StatusOr<fl::Evaluation> evaluation = fl::Evaluate(*model, weights, test, 1000);
+    absl::StatusOr<fl::Evaluation> evaluation = fl::Evaluate(*model, weights, test, kEvalBatch);
     if (!evaluation.ok()) {
       state.SkipWithError(evaluation.status().ToString().c_str());
       return;
+    }
+    Synchronize();
+  }
+  state.SetItemsProcessed(state.iterations() * kEvalExamples);
+}
+
+void EvaluateFloor(benchmark::State& state, const Case& c) {
+  std::unique_ptr<fl::Model> model = NewModel(c);
+  model->eval();
+  const fl::Examples test = RandomExamples(c, kEvalExamples);
+  at::NoGradGuard no_grad;
+  for (auto _ : state) {
+    for (int64_t begin = 0; begin < kEvalExamples; begin += kEvalBatch) {
+      benchmark::DoNotOptimize(model->Forward(test.x.narrow(0, begin, kEvalBatch)));
     }
     Synchronize();
   }
@@ -229,12 +266,16 @@ int main(int argc, char** argv) {
           benchmark::kMicrosecond);
     };
     add(absl::StrCat("floor/", c.name), [&c](benchmark::State& s) { Floor(s, c); });
+    add(absl::StrCat("floor_gathered/", c.name),
+        [&c](benchmark::State& s) { FloorGathered(s, c); });
     add(absl::StrCat("step/", c.name), [&c](benchmark::State& s) { Step(s, c); });
     add(absl::StrCat("optimizer/", c.name, "/per_tensor"),
         [&c](benchmark::State& s) { OptimizerStep(s, c, Layout::kPerTensor); });
     add(absl::StrCat("optimizer/", c.name, "/flat"),
         [&c](benchmark::State& s) { OptimizerStep(s, c, Layout::kFlat); });
     add(absl::StrCat("evaluate/", c.name), [&c](benchmark::State& s) { EvaluateTestSet(s, c); });
+    add(absl::StrCat("evaluate_floor/", c.name),
+        [&c](benchmark::State& s) { EvaluateFloor(s, c); });
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
