@@ -391,7 +391,7 @@ absl::StatusOr<ClientUpdate> LocalTrainer::TrainUnguarded(Model& model,
                (personal_names.count(name) != 0) == personal_part;
       });
     }
-    flat = std::make_unique<FlatParameters>(model, OptimizerLayout(spec.optimizer()));
+    flat = std::make_unique<FlatParameters>(model, OptimizerLayout(spec));
     optimizer = MakeOptimizer(spec.optimizer(), lr, flat->optimizer_tensors());
     if (!spec.keep_optimizer_state()) return absl::OkStatus();
     absl::Status restored = RestoreOptimizerState(
@@ -509,10 +509,13 @@ absl::StatusOr<ClientUpdate> LocalTrainer::TrainUnguarded(Model& model,
   return update;
 }
 
-FlatParameters::Layout OptimizerLayout(const fedkit::OptimizerSpec& spec) {
-  const bool plain_sgd = spec.kind() != fedkit::OptimizerSpec::ADAM && spec.momentum() == 0 &&
-                         spec.weight_decay() == 0;
-  return plain_sgd ? FlatParameters::Layout::kPerTensor : FlatParameters::Layout::kOneBuffer;
+FlatParameters::Layout OptimizerLayout(const fedkit::ClientTrainingSpec& spec) {
+  const fedkit::OptimizerSpec& optimizer = spec.optimizer();
+  const bool plain_sgd = optimizer.kind() != fedkit::OptimizerSpec::ADAM &&
+                         optimizer.momentum() == 0 && optimizer.weight_decay() == 0;
+  // Clipping takes the norm of what the optimiser steps: of one buffer, as always.
+  return plain_sgd && spec.max_grad_norm() == 0 ? FlatParameters::Layout::kPerTensor
+                                                : FlatParameters::Layout::kOneBuffer;
 }
 
 int64_t PlannedSteps(const fedkit::ClientTrainingSpec& spec, int64_t num_examples) {

@@ -44,9 +44,10 @@ struct LocalTrainingInput {
 };
 
 // How the trainer lays out the parameters for `spec`'s optimiser: one buffer, unless
-// it is plain SGD, one kernel per tensor, where one buffer saves no launches and
-// would cost a copy of every gradient into it.
-FlatParameters::Layout OptimizerLayout(const fedkit::OptimizerSpec& spec);
+// it is plain SGD (one kernel per tensor, where one buffer saves no launches and
+// would cost a copy of every gradient into it) without gradient clipping (whose
+// norm over one buffer rounds differently from its norm over the tensors).
+FlatParameters::Layout OptimizerLayout(const fedkit::ClientTrainingSpec& spec);
 
 // The local steps `spec` asks of a client with `num_examples` training examples:
 // client.steps, or client.epochs passes of ceil(num_examples / batch) batches.

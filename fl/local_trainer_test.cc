@@ -23,6 +23,7 @@
 #include "fl/spec.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "google/protobuf/text_format.h"
 
 namespace fl {
 namespace {
@@ -126,6 +127,23 @@ class LocalTrainerTest : public ::testing::Test {
   fedkit::ClientTrainingSpec spec_;
   ClientStateStore store_;
 };
+
+// One buffer wherever it changes what is computed or saves kernels: clipping's norm
+// over one buffer rounds differently from its norm over the tensors, so a run
+// clipping plain SGD's gradients keeps the buffer (bit-identical to before).
+TEST(OptimizerLayoutTest, PerTensorOnlyForPlainSgdWithoutClipping) {
+  auto layout = [](const char* text) {
+    fedkit::ClientTrainingSpec spec;
+    CHECK(google::protobuf::TextFormat::ParseFromString(text, &spec));
+    return OptimizerLayout(spec);
+  };
+  using Layout = FlatParameters::Layout;
+  EXPECT_EQ(layout("optimizer { kind: SGD lr: 0.1 }"), Layout::kPerTensor);
+  EXPECT_EQ(layout("optimizer { kind: SGD lr: 0.1 } max_grad_norm: 1"), Layout::kOneBuffer);
+  EXPECT_EQ(layout("optimizer { kind: SGD lr: 0.1 momentum: 0.9 }"), Layout::kOneBuffer);
+  EXPECT_EQ(layout("optimizer { kind: SGD lr: 0.1 weight_decay: 0.01 }"), Layout::kOneBuffer);
+  EXPECT_EQ(layout("optimizer { kind: ADAM lr: 0.001 }"), Layout::kOneBuffer);
+}
 
 TEST_F(LocalTrainerTest, EpochBudgetTrainsTheModelAndReportsSteps) {
   LocalTrainer trainer(spec_, {}, &store_);

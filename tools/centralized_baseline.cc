@@ -66,7 +66,7 @@ absl::Status Run() {
   fl::ApplyThreads(budget.worker);
   // The trainer's optimiser layout, so that only the federation differs.
   const fedkit::OptimizerSpec& opt = spec.client().optimizer();
-  fl::FlatParameters flat(*model, fl::OptimizerLayout(opt));
+  fl::FlatParameters flat(*model, fl::OptimizerLayout(spec.client()));
   torch::optim::SGD optimizer(flat.optimizer_tensors(), torch::optim::SGDOptions(opt.lr())
                                                        .momentum(opt.momentum())
                                                        .weight_decay(opt.weight_decay()));

@@ -13,7 +13,7 @@ Dirichlet(0.5) label skew, 10 a round, 2 epochs, 100 rounds) and `many_clients`
 split fedkit draws (its partition.json).
 
 Systems: `fedkit` and `flower` as they come (fedkit's thread choice, Flower's
-default of one CPU per client actor), `plain` (fl_torch's loop in one Python
+default of one CPU per client actor, with OpenBLAS held to it), `plain` (fl_torch's loop in one Python
 process, torch's default threads), and `fedkit_one_core` and `plain_one_core`:
 pinned to one core (taskset) with one thread each, the per-core comparison.
 """
@@ -40,6 +40,16 @@ WORKLOADS = {
 }
 SYSTEMS = ['fedkit', 'flower', 'plain', 'fedkit_one_core', 'plain_one_core']
 ONE_CORE = 'simulation { workers: 1 threads_per_worker: 1 }'
+HEADER = """# fedkit beside Flower's simulation and a plain PyTorch loop
+
+Command: `bazel run //tools/peers:compare -- {args}` (tools/peers/compare.py says
+what each workload and system is); versions in versions.txt, every run in
+runs.csv. Cells: median [min, max] of the runs that finished. Wall and CPU
+time and peak memory (PSS summed over the process tree) are the whole
+command's, start-up included; ratios are of medians, to fedkit's (to
+fedkit_one_core's for the one-core rows).
+
+"""
 
 
 def fedkit_overrides(workload):
@@ -80,10 +90,10 @@ def final_accuracy(result_path):
   """The last round's test accuracy from a fedkit metrics.csv or a peer's result."""
   if result_path.endswith('.csv'):
     with open(result_path) as f:
-      rows = [r for r in csv.DictReader(f) if r.get('test_acc')]
+      rows = [r for r in csv.DictReader(f) if r.get('test_accuracy')]
     if not rows:
-      raise ValueError(f'{result_path}: no row with test_acc')
-    return float(rows[-1]['test_acc'])
+      raise ValueError(f'{result_path}: no row with test_accuracy')
+    return float(rows[-1]['test_accuracy'])
   with open(result_path) as f:
     return float(json.load(f)['accuracy'])
 
@@ -187,6 +197,12 @@ def main():
         env = dict(os.environ)
         if system.endswith('one_core'):
           env.update(OMP_NUM_THREADS='1', OPENBLAS_NUM_THREADS='1')
+        elif system == 'flower':
+          # Flower gives each client actor one CPU and Ray sets OMP_NUM_THREADS to
+          # match, but Debian's OpenBLAS reads its own variable: left at one thread
+          # per core in every actor, its waiting threads spin on sched_yield and a
+          # 5-round run took minutes of system time instead of 9 s.
+          env.update(OPENBLAS_NUM_THREADS='1')
         with open(os.path.join(run_dir, 'log.txt'), 'w') as log:
           m = process_tree.measure(cmd, log, env=env)
         accuracy = final_accuracy(result) if m.returncode == 0 else float('nan')
@@ -201,7 +217,7 @@ def main():
           writer.writeheader()
           writer.writerows(rows)
   with open(os.path.join(args.out, 'table.md'), 'w') as f:
-    f.write(table(rows))
+    f.write(HEADER.format(args=' '.join(sys.argv[1:])) + table(rows))
   print(table(rows))
 
 

@@ -110,7 +110,7 @@ class TableTest(unittest.TestCase):
     with tempfile.TemporaryDirectory() as d:
       metrics = os.path.join(d, 'metrics.csv')
       with open(metrics, 'w') as f:
-        f.write('round,test_acc,train_loss\n1,0.5,1.0\n2,0.75,0.5\n')
+        f.write('round,test_accuracy,test_loss\n1,0.5,1.0\n2,0.75,0.5\n3,,\n')
       self.assertEqual(compare.final_accuracy(metrics), 0.75)
       peer = os.path.join(d, 'result.json')
       with open(peer, 'w') as f:

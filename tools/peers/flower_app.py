@@ -29,7 +29,8 @@ from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import FedAvg
 from flwr.simulation import run_simulation
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 import fl_torch  # pylint: disable=wrong-import-position
 
 _cache = {}
@@ -110,12 +111,17 @@ def run():
   parser.add_argument('--config', required=True)
   parser.add_argument('--result', required=True)
   args = parser.parse_args()
+  # Ray's workers import the apps by module name, as `flwr run` has them do, so
+  # that each worker process keeps its loaded data between messages (apps
+  # defined in __main__ would travel by value, their cache empty every time).
+  os.environ['PYTHONPATH'] = os.pathsep.join(p for p in (HERE, os.environ.get('PYTHONPATH')) if p)
+  import flower_app  # pylint: disable=import-outside-toplevel,import-self
   os.environ['FEDKIT_PEER_CONFIG'] = os.path.abspath(args.config)
   os.environ['FEDKIT_PEER_RESULT'] = os.path.abspath(args.result)
   if os.path.exists(args.result):
     os.remove(args.result)
   start = time.monotonic()
-  run_simulation(server_app=server_app, client_app=client_app,
+  run_simulation(server_app=flower_app.server_app, client_app=flower_app.client_app,
                  num_supernodes=config()['num_clients'])
   if not os.path.exists(args.result):
     sys.exit('flower_app: the ServerApp finished without a result (see the log above)')

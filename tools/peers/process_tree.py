@@ -1,5 +1,8 @@
 """Runs a command and measures it as a whole: wall time, CPU time and the peak
 memory of its whole process tree (a Ray cluster's daemons and workers included).
+Sampling costs the machine little at the default interval (a tree with Ray's
+processes took about 4 % of one core at 2 Hz; at 20 Hz, 37 %, since reading a
+process's smaps walks its page tables).
 
 Memory is the proportional set size (PSS) summed over every process of the tree at
 one instant, sampled every `interval` seconds, so a page two processes share counts
@@ -64,7 +67,7 @@ def tree(root, session):
   return {pid: stats[pid] for pid in members}
 
 
-def measure(command, stdout, env=None, cwd=None, interval=0.05):
+def measure(command, stdout, env=None, cwd=None, interval=0.5):
   """Runs `command` (a list) in a session of its own, output to the file `stdout`."""
   before = resource.getrusage(resource.RUSAGE_CHILDREN)
   start = time.monotonic()

@@ -22,7 +22,7 @@ class ProcessTreeTest(unittest.TestCase):
 
   def measure(self, script):
     with tempfile.TemporaryFile() as log:
-      return process_tree.measure([sys.executable, '-c', script], log)
+      return process_tree.measure([sys.executable, '-c', script], log, interval=0.05)
 
   def test_a_childs_memory_and_cpu_count(self):
     script = ('import subprocess, sys; '
