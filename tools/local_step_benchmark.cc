@@ -134,7 +134,8 @@ void FloorGathered(benchmark::State& state, const Case& c) {
   std::unique_ptr<fl::Model> model = NewModel(c);
   model->train();
   const fl::Examples examples = RandomExamples(c, kClientExamples);
-  const at::Tensor order = at::randperm(kClientExamples, at::TensorOptions(g_device).dtype(at::kLong));
+  const at::Tensor order =
+      at::randperm(kClientExamples, at::TensorOptions(g_device).dtype(at::kLong));
   const int64_t batches = kClientExamples / c.batch;
   int64_t next = 0;
   for (auto _ : state) {
