@@ -118,28 +118,33 @@ class C10dCollective : public Collective {
       heartbeat_thread_.detach();
       store_silent_ = true;
     }
-    // On rank 0 the store's destructor joins its serving thread, which a store
-    // that stopped answering has blocked for good: the process would never
-    // exit. The store ends with the process instead. The heartbeat may have
-    // stopped before a block arrived, so rank 0 asks the store once more.
-    if (!store_silent_ && address_.rank == 0 && !StoreAnswers()) store_silent_ = true;
-    if (store_silent_) store_.release();
+    // Gloo's group holds the store too: it goes first, so that the last
+    // reference to the store is this collective's.
+    group_.reset();
+    if (store_silent_) {
+      // Known blocked: waiting out the deadline would only delay the exit.
+      store_.release();
+    } else {
+      DestroyWithinDeadline(std::move(store_));
+    }
   }
 
-  // Whether the store answers a read within a heartbeat period or four. The read
-  // runs on a detached thread: one the store never answers stays blocked, and
-  // the store it reads is then never destroyed.
-  bool StoreAnswers() const {
-    auto answered = std::make_shared<absl::Notification>();
-    std::thread([store = store_.get(), answered] {
-      try {
-        store->check({kFailureKey});
-      } catch (const std::exception&) {
-        return;
-      }
-      answered->Notify();
+  // On rank 0 the store's destructor joins its serving thread, which a request
+  // sent only in part blocks for good, whenever it arrives: before this
+  // collective ends or while the store is being destroyed. The store is
+  // destroyed on a thread of its own; one still blocked after the deadline is
+  // left behind and the store ends with the process.
+  static void DestroyWithinDeadline(c10::intrusive_ptr<c10d::TCPStore> store) {
+    auto destroyed = std::make_shared<absl::Notification>();
+    std::thread([store = std::move(store), destroyed]() mutable {
+      store.reset();
+      destroyed->Notify();
     }).detach();
-    return answered->WaitForNotificationWithTimeout(absl::FromChrono(4 * kHeartbeatPeriod));
+    if (!destroyed->WaitForNotificationWithTimeout(absl::FromChrono(8 * kHeartbeatPeriod))) {
+      LOG(WARNING) << "c10d: the rendezvous store did not close within "
+                   << absl::FormatDuration(absl::FromChrono(8 * kHeartbeatPeriod))
+                   << " (a request sent only in part blocks it); it ends with the process";
+    }
   }
 
   int rank() const override { return address_.rank; }

@@ -10,7 +10,8 @@
 # Personalised methods (their clients keep tensors on their owning rank) must
 # also give every client_acc_* column of the in-process run: rank 0 evaluates
 # each client's own model with the tensors the other rank sends it.
-# Default options, but for the cases below. Bazel runs this in the runfiles root.
+# Default options, but for the cases below. Bazel runs this in the runfiles root,
+# in shards (TEST_TOTAL_SHARDS) that take every n-th case.
 set -uo pipefail
 
 launch="$PWD/tools/launch"
@@ -106,6 +107,10 @@ for aggregator in $aggregators; do
 done
 cases+=("${extra_cases[@]}")
 
+# Bazel's sharding: this shard takes every TEST_TOTAL_SHARDS-th case.
+shards="${TEST_TOTAL_SHARDS:-1}" shard="${TEST_SHARD_INDEX:-0}"
+[[ -n "${TEST_SHARD_STATUS_FILE:-}" ]] && touch "$TEST_SHARD_STATUS_FILE"
+
 summed=()
 gathered=()
 personal=()
@@ -113,6 +118,7 @@ personal=()
 # be far below.
 missing='client { faults { kind: NAN_UPDATE fraction: 0.125 } }'
 for ((i = 0; i < ${#cases[@]}; i += 2)); do
+  (((i / 2) % shards == shard)) || continue
   case="${cases[i]}" set_aggregator="${cases[i + 1]}"
   before=$failures
   run_in_process "$case" "$set_aggregator" || continue
@@ -161,10 +167,23 @@ done
 echo "partial sums all-reduced: ${summed[*]:-none}"
 echo "updates gathered: ${gathered[*]:-none}"
 echo "personal tensors, client accuracy as in process: ${personal[*]:-none}"
-[[ ${#summed[@]} -gt 0 ]] || fail "no aggregator all-reduced partial sums"
-# FedPer, LG-FedAvg, FedBN, FedRep, Ditto, pFedMe, APFL (FedBABU and Per-FedAvg
-# keep nothing per client).
-[[ ${#personal[@]} -ge 7 ]] || fail "only ${#personal[@]} cases kept personal tensors (seven methods do)"
+# What the classification must find, checked by name in the shard that ran the
+# case: FedAvg has partial sums; the personalised methods keep tensors per client
+# (FedBABU and Per-FedAvg keep nothing per client).
+must_sum=(fedavg)
+must_personal=(fedper lg_fedavg fedbn fedrep ditto pfedme apfl)
+registered=" $(tr '\n' ' ' <<< "$aggregators") "
+for ((i = 0; i < ${#cases[@]}; i += 2)); do
+  (((i / 2) % shards == shard)) || continue
+  case="${cases[i]}"
+  [[ " ${must_sum[*]} " == *" $case "* && " ${summed[*]:-} " != *" $case "* ]] &&
+    fail "$case: its partial sums were not all-reduced"
+  [[ " ${must_personal[*]} " == *" $case "* && " ${personal[*]:-} " != *" $case "* ]] &&
+    fail "$case: kept no personal tensors (rank 0 would evaluate it with the global model)"
+done
+for name in "${must_sum[@]}" "${must_personal[@]}"; do
+  [[ "$registered" == *" $name "* ]] || fail "$name is not registered (run_experiment --list=names)"
+done
 
 [[ $failures -eq 0 ]] || { echo "$failures failure(s)"; exit 1; }
 echo PASS
