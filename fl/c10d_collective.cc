@@ -34,6 +34,8 @@ constexpr auto kHeartbeatPeriod = std::chrono::milliseconds(250);
 // How long a failing rank waits for the store to say who else stopped: the
 // diagnosis itself watches heartbeats for 4 periods.
 constexpr auto kDiagnosisDeadline = 4 * kHeartbeatPeriod + std::chrono::seconds(4);
+// How long closing the store may take before it is left to end with the process.
+constexpr auto kStoreCloseDeadline = 8 * kHeartbeatPeriod;
 
 std::string StageKey(int rank) { return absl::StrCat(kStagePrefix, rank); }
 std::string HeartbeatKey(int rank) { return absl::StrCat(kHeartbeatPrefix, rank); }
@@ -140,9 +142,9 @@ class C10dCollective : public Collective {
       store.reset();
       destroyed->Notify();
     }).detach();
-    if (!destroyed->WaitForNotificationWithTimeout(absl::FromChrono(8 * kHeartbeatPeriod))) {
+    if (!destroyed->WaitForNotificationWithTimeout(absl::FromChrono(kStoreCloseDeadline))) {
       LOG(WARNING) << "c10d: the rendezvous store did not close within "
-                   << absl::FormatDuration(absl::FromChrono(8 * kHeartbeatPeriod))
+                   << absl::FormatDuration(absl::FromChrono(kStoreCloseDeadline))
                    << " (a request sent only in part blocks it); it ends with the process";
     }
   }

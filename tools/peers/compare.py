@@ -13,9 +13,10 @@ Dirichlet(0.5) label skew, 10 a round, 2 epochs, 100 rounds) and `many_clients`
 split fedkit draws (its partition.json).
 
 Systems: `fedkit` and `flower` as they come (fedkit's thread choice, Flower's
-default of one CPU per client actor, with OpenBLAS held to it), `plain` (fl_torch's loop in one Python
-process, torch's default threads), and `fedkit_one_core` and `plain_one_core`:
-pinned to one core (taskset) with one thread each, the per-core comparison.
+default of one CPU per client actor, with OpenBLAS held to it), `plain`
+(fl_torch's loop in one Python process, torch's default threads), and
+`fedkit_one_core` and `plain_one_core`: pinned to one core (taskset) with one
+thread each, the per-core comparison.
 """
 
 import argparse
